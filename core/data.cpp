@@ -1,0 +1,63 @@
+#include "detmoe/data.h"
+
+#include <cmath>
+#include <thread>
+#include <vector>
+
+namespace detmoe {
+
+int weight_scale_log2(int64_t fan_in) {
+  int log2_fan_in = 0;
+  while ((int64_t{1} << log2_fan_in) < fan_in) ++log2_fan_in;
+  return -((log2_fan_in + 1) / 2);
+}
+
+int stream_scale_log2(const Shape& shape, TensorStream stream) {
+  switch (stream) {
+    case TensorStream::kWGate:
+    case TensorStream::kWUp:
+    case TensorStream::kWsGate:
+    case TensorStream::kWsUp: return weight_scale_log2(shape.H);
+    case TensorStream::kWDown: return weight_scale_log2(shape.F);
+    case TensorStream::kWsDown: return weight_scale_log2(shape.Fs);
+    default: return 0;
+  }
+}
+
+void fill_bf16(uint16_t* dst, int64_t count, uint64_t seed, TensorStream stream, uint64_t first, int scale_log2) {
+  // Each element is independent, so split over threads for the big shapes.
+  const int64_t kChunk = int64_t{1} << 20;
+  const unsigned threads = count > kChunk ? std::max(1u, std::thread::hardware_concurrency()) : 1u;
+  auto work = [&](unsigned tid) {
+    for (int64_t i = tid; i < count; i += threads)
+      dst[i] = generated_bf16_bits(seed, stream, first + static_cast<uint64_t>(i), scale_log2);
+  };
+  if (threads == 1) {
+    work(0);
+    return;
+  }
+  std::vector<std::thread> pool;
+  for (unsigned t = 0; t < threads; ++t) pool.emplace_back(work, t);
+  for (auto& th : pool) th.join();
+}
+
+LayerData generate_layer_data(const Shape& s, uint64_t seed) {
+  LayerData d;
+  d.shape = s;
+  auto gen = [&](std::vector<uint16_t>& v, int64_t n, TensorStream stream) {
+    v.resize(n);
+    fill_bf16(v.data(), n, seed, stream, 0, stream_scale_log2(s, stream));
+  };
+  const int64_t N = s.tokens_global();
+  gen(d.x, N * s.H, TensorStream::kX);
+  gen(d.w_gate, s.E * s.F * s.H, TensorStream::kWGate);
+  gen(d.w_up, s.E * s.F * s.H, TensorStream::kWUp);
+  gen(d.w_down, s.E * s.H * s.F, TensorStream::kWDown);
+  gen(d.ws_gate, s.Fs * s.H, TensorStream::kWsGate);
+  gen(d.ws_up, s.Fs * s.H, TensorStream::kWsUp);
+  gen(d.ws_down, s.H * s.Fs, TensorStream::kWsDown);
+  gen(d.dout, N * s.H, TensorStream::kDout);
+  return d;
+}
+
+}  // namespace detmoe

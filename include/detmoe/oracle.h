@@ -1,0 +1,67 @@
+// CPU oracle of the whole layer, forward and backward, exactly per DESIGN.md §2: fp64
+// accumulation, bf16 rounding at the contract's rounding points, slot-order sums. The oracle
+// sees the global batch (P·T tokens): EP is a distribution of the same math, not other math.
+//
+// Mode kExact drops every rounding (fp64 throughout) so finite differences can check each
+// gradient; kContract is the tier-1 truth every GPU path is compared against.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "detmoe/data.h"
+#include "detmoe/problem.h"
+#include "detmoe/routing.h"
+#include "detmoe/status.h"
+#include "detmoe/tensor.h"
+
+namespace detmoe {
+
+enum class OracleMode { kContract, kExact };
+
+// All values as doubles (in kContract mode they should be bf16-representable, as generated).
+struct OracleInputs {
+  Shape shape;                    // per rank; the oracle uses N = P·T tokens
+  std::vector<double> x;          // [N, H]
+  std::vector<int32_t> topk_idx;  // [N, k]
+  std::vector<double> topk_w;     // [N, k]
+  std::vector<double> w_gate;     // [E, F, H]
+  std::vector<double> w_up;       // [E, F, H]
+  std::vector<double> w_down;     // [E, H, F]
+  std::vector<double> ws_gate;    // [Fs, H]
+  std::vector<double> ws_up;      // [Fs, H]
+  std::vector<double> ws_down;    // [H, Fs]
+  std::vector<double> dout;       // [N, H]; empty = forward only
+};
+
+struct OracleOptions {
+  OracleMode mode = OracleMode::kContract;
+  GradPrecision grad_precision = GradPrecision::kFP32;
+  int threads = 0;  // 0 = hardware concurrency
+};
+
+struct OracleOutputs {
+  std::vector<double> out;       // [N, H]    bf16 values (kContract)
+  std::vector<double> y;         // [N, k, H] per-slot expert outputs, bf16
+  std::vector<double> d_x;       // [N, H]    bf16
+  std::vector<double> d_topk_w;  // [N, k]    fp32
+  std::vector<double> dw_gate;   // [E, F, H] fp32 or bf16 per grad_precision
+  std::vector<double> dw_up;     // [E, F, H]
+  std::vector<double> dw_down;   // [E, H, F]
+  std::vector<double> dws_gate;  // [Fs, H]
+  std::vector<double> dws_up;    // [Fs, H]
+  std::vector<double> dws_down;  // [H, Fs]
+};
+
+// Builds oracle inputs from seeded data and routing (bf16 values widened to double).
+OracleInputs make_oracle_inputs(const LayerData& data, const Routing& routing);
+
+// Validates shape, routing and buffer sizes (naming the offending value), then runs.
+StatusOr<OracleOutputs> run_oracle(const OracleInputs& in, const OracleOptions& options);
+
+// The outputs as named tensors in their storage dtypes (out, y, and if backward ran: d_x,
+// d_topk_w, dw_*, dws_* when Fs > 0), in a fixed order — what gets hashed.
+std::vector<NamedTensor> oracle_output_tensors(const OracleOutputs& out, const Shape& shape,
+                                               const OracleOptions& options);
+
+}  // namespace detmoe

@@ -1,0 +1,45 @@
+#include "gpu_inventory.h"
+
+#include <cuda_runtime.h>
+#include <fmt/format.h>
+
+namespace detmoe::cli {
+
+GpuInventory query_gpus() {
+  GpuInventory inv;
+  cudaDriverGetVersion(&inv.driver_version);
+  cudaRuntimeGetVersion(&inv.runtime_version);
+  int count = 0;
+  const cudaError_t err = cudaGetDeviceCount(&count);
+  if (err != cudaSuccess) {
+    inv.unavailable_reason = fmt::format("no CUDA device ({})", cudaGetErrorString(err));
+    return inv;
+  }
+  if (count == 0) inv.unavailable_reason = "no CUDA device (count 0)";
+  for (int i = 0; i < count; ++i) {
+    cudaDeviceProp p{};
+    if (cudaGetDeviceProperties(&p, i) != cudaSuccess) continue;
+    GpuInfo g;
+    g.index = i;
+    g.name = p.name;
+    std::string uuid = "GPU-";
+    for (int b = 0; b < 16; ++b) {
+      uuid += fmt::format("{:02x}", static_cast<unsigned char>(p.uuid.bytes[b]));
+      if (b == 3 || b == 5 || b == 7 || b == 9) uuid += '-';
+    }
+    g.uuid = uuid;
+    char bus[32] = {};
+    cudaDeviceGetPCIBusId(bus, sizeof bus, i);
+    g.pci_bus_id = bus;
+    g.sm_count = p.multiProcessorCount;
+    g.cc_major = p.major;
+    g.cc_minor = p.minor;
+    g.memory_bytes = p.totalGlobalMem;
+    cudaDeviceGetAttribute(&g.clock_khz, cudaDevAttrClockRate, i);
+    cudaDeviceGetAttribute(&g.memory_clock_khz, cudaDevAttrMemoryClockRate, i);
+    inv.gpus.push_back(g);
+  }
+  return inv;
+}
+
+}  // namespace detmoe::cli

@@ -1,0 +1,25 @@
+// What GPUs this process sees, for `detmoe accept` and reports.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace detmoe::cli {
+
+struct GpuInfo {
+  int index = 0;
+  std::string name, uuid, pci_bus_id;
+  int sm_count = 0, cc_major = 0, cc_minor = 0;
+  size_t memory_bytes = 0;
+  int clock_khz = 0, memory_clock_khz = 0;
+};
+
+struct GpuInventory {
+  std::vector<GpuInfo> gpus;
+  int driver_version = 0, runtime_version = 0;
+  std::string unavailable_reason;  // why there are none, when gpus is empty
+};
+
+GpuInventory query_gpus();
+
+}  // namespace detmoe::cli
