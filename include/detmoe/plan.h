@@ -31,7 +31,10 @@ struct RoutingPlan {
   // like the receive buffers: by destination rank, then expert, then token.
   std::vector<int64_t> pair_rows;         // [P, P]
   std::vector<int64_t> send_offset;       // [P, P]
-  std::vector<int64_t> recv_offset;       // [P, P] start of s's first row in d's receive buffer
+  // [P, P] start of s's first row in d's receive buffer (relative to rank_row_begin[d]); the
+  // buffer is in global row order, so s's rows are contiguous only per expert, at
+  // expert_offset[e] − rank_row_begin[d] + expert_src_offset[e, s]. recv_rows(d) if s sends none.
+  std::vector<int64_t> recv_offset;
   int64_t max_recv_rows = 0;              // max over ranks of rows received
   int64_t capacity_rows = 0;              // capacity the plan was checked against
 

@@ -1,0 +1,47 @@
+// One SwiGLU MLP — a routed expert or the shared expert — over a set of gathered rows, forward
+// and backward, with the rounding points of DESIGN.md §2 (docs/NUMERICS.md has the table).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "detmoe/problem.h"
+
+namespace detmoe::oracle_detail {
+
+// Where the contract rounds, and to what. exact = round nowhere (fp64 throughout).
+struct Rounding {
+  bool exact = false;
+  GradPrecision grad = GradPrecision::kFP32;
+  double bf16(double v) const;
+  double fp32(double v) const;
+  double weight_grad(double v) const;  // fp32 or bf16 per `grad`
+};
+
+// Row-major weights of one MLP: w_gate, w_up [F, H]; w_down [H, F].
+struct MlpWeights {
+  const double* w_gate;
+  const double* w_up;
+  const double* w_down;
+  int64_t H, F;
+};
+
+// What the forward keeps for backward, as the contract saves it (rounded in kContract).
+struct MlpActivations {
+  int64_t rows = 0;
+  std::vector<double> g, u;  // [rows, F] bf16(x·W_gateᵀ), bf16(x·W_upᵀ)
+  std::vector<double> a;     // [rows, F] bf16(silu(g)·u)
+  std::vector<double> y;     // [rows, H] bf16(a·W_downᵀ)
+};
+
+// x: [rows, H] row-major.
+MlpActivations mlp_forward(const double* x, int64_t rows, const MlpWeights& w, const Rounding& r, int threads);
+
+// Backward for rows whose output gradient is dy [rows, H] (already the bf16 weighted dout).
+// Writes the per-row input gradient bf16(dg·W_gate + du·W_up) to dx [rows, H] and the weight
+// gradients, rounded per r.weight_grad, to dw_gate, dw_up [F, H] and dw_down [H, F]. Every
+// weight-gradient sum runs over the rows in the order given (global token order).
+void mlp_backward(const double* x, const MlpActivations& act, const double* dy, const MlpWeights& w,
+                  const Rounding& r, int threads, double* dx, double* dw_gate, double* dw_up, double* dw_down);
+
+}  // namespace detmoe::oracle_detail
