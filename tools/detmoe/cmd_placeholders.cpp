@@ -32,9 +32,6 @@ void add_run_command(CLI::App& app, Action& run) {
 void add_gate_command(CLI::App& app, Action& run) {
   add_placeholder(app, run, "gate", "CI gate for kernel changes: golden + accuracy + performance vs a baseline JSON");
 }
-void add_golden_command(CLI::App& app, Action& run) {
-  add_placeholder(app, run, "golden", "record or check golden hashes (golden record | golden check)");
-}
 void add_report_command(CLI::App& app, Action& run) {
   add_placeholder(app, run, "report", "render a run's JSON report to HTML and Markdown");
 }

@@ -1,0 +1,79 @@
+// Golden hashes: fixed cases (golden/cases.json), the recorded XXH3-128 of every output per
+// (implementation, platform), and the check that reports a change of bits as an event with
+// the case, the output, the first differing element and the count of differing elements.
+//
+// Hash files are checked in (golden/hashes/<impl>.<platform>.json). They also hold per-chunk
+// hashes, so a check without the recorded tensors still localises a change to a chunk; with a
+// tensor store (`--store DIR`, written by `record`, kept out of git) it names the element and
+// both values.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "detmoe/problem.h"
+#include "detmoe/routing.h"
+#include "detmoe/status.h"
+#include "detmoe/tensor.h"
+
+namespace detmoe::golden {
+
+struct GoldenCase {
+  std::string name;
+  std::string shape_name;
+  Shape shape;          // resolved, with overrides (P, Fs) applied
+  std::string routing;  // parse_routing text
+  uint64_t seed = 1;
+  bool backward = true;
+  GradPrecision grad_precision = GradPrecision::kFP32;
+  std::vector<std::string> impls;  // implementations this case is recorded for
+};
+
+StatusOr<std::vector<GoldenCase>> load_cases(const std::string& path);
+
+// Runs one implementation on one case: outputs as named tensors in a fixed order.
+using ImplRunner = std::function<StatusOr<std::vector<NamedTensor>>(const GoldenCase&)>;
+
+struct OutputRecord {
+  std::string name;
+  std::string dtype;
+  std::vector<int64_t> shape;
+  std::string hash;                       // XXH3-128 of all bytes
+  int64_t chunk_bytes = 0;
+  std::vector<std::string> chunk_hashes;  // XXH3-128 of each chunk_bytes slice (hex, 16 digits kept)
+};
+struct CaseRecord {
+  std::string name;
+  std::vector<OutputRecord> outputs;
+};
+struct HashFile {
+  std::string impl, platform;
+  std::vector<CaseRecord> cases;
+};
+
+OutputRecord make_output_record(const NamedTensor& t);
+StatusOr<HashFile> read_hash_file(const std::string& path);
+Status write_hash_file(const std::string& path, const HashFile& file);
+std::string hash_file_path(const std::string& dir, const std::string& impl, const std::string& platform);
+
+// Raw tensor store for element-level reports: DIR/<impl>.<platform>/<case>/<output>.bin.
+Status store_tensor(const std::string& dir, const std::string& impl, const std::string& platform,
+                    const std::string& case_name, const NamedTensor& t);
+StatusOr<NamedTensor> load_stored_tensor(const std::string& dir, const std::string& impl, const std::string& platform,
+                                         const std::string& case_name, const OutputRecord& record);
+
+struct Difference {
+  std::string case_name, output;
+  std::string summary;  // one line: first differing element (index, both values) and the count
+};
+
+// Compares one case's fresh outputs with the record. `store_dir` may be empty.
+std::vector<Difference> compare_case(const CaseRecord& recorded, const std::vector<NamedTensor>& fresh,
+                                     const std::string& store_dir, const std::string& impl, const std::string& platform);
+
+// Multi-index text of a flat index, e.g. "[3, 17]".
+std::string format_index(int64_t flat, const std::vector<int64_t>& shape);
+
+}  // namespace detmoe::golden

@@ -1,0 +1,23 @@
+// Implementations the CLI can run on a golden case / seeded problem, by name.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "detmoe/status.h"
+#include "golden/golden.h"
+
+namespace detmoe::cli {
+
+struct ImplEntry {
+  std::string name;
+  // Where its bits are defined: "cpu-x86_64" for the oracle, "sm90-cuda13.0" for GPU paths.
+  std::string (*platform)();
+  golden::ImplRunner run;
+};
+
+// Names the known implementations in the error when `name` is unknown or not built.
+StatusOr<ImplEntry> find_impl(const std::string& name);
+std::vector<std::string> impl_names();
+
+}  // namespace detmoe::cli
