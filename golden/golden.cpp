@@ -85,6 +85,12 @@ StatusOr<std::vector<GoldenCase>> load_cases(const std::string& path) {
   return cases;
 }
 
+StatusOr<HostProblem> make_case_problem(const GoldenCase& c) {
+  auto spec = parse_routing(c.routing);
+  if (!spec.ok()) return spec.status();
+  return make_seeded_problem(c.shape, *spec, c.seed, c.backward, c.grad_precision);
+}
+
 OutputRecord make_output_record(const NamedTensor& t) {
   OutputRecord r;
   r.name = t.name;

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "detmoe/host_problem.h"
 #include "detmoe/problem.h"
 #include "detmoe/routing.h"
 #include "detmoe/status.h"
@@ -33,8 +34,8 @@ struct GoldenCase {
 
 StatusOr<std::vector<GoldenCase>> load_cases(const std::string& path);
 
-// Runs one implementation on one case: outputs as named tensors in a fixed order.
-using ImplRunner = std::function<StatusOr<std::vector<NamedTensor>>(const GoldenCase&)>;
+// The seeded host problem a case describes.
+StatusOr<HostProblem> make_case_problem(const GoldenCase& c);
 
 struct OutputRecord {
   std::string name;

@@ -30,4 +30,15 @@ if diff <(strip "$tmp/a.json") <(strip "$tmp/c.json") >/dev/null; then echo "FAI
 if nvidia-smi -L >/dev/null 2>&1; then echo "ok: accept ran (GPU present: verdicts checked by the GPU suite)"
 elif grep -q "CPU-only result" "$tmp/out" && grep -q "ACCEPT: PASS" "$tmp/out"; then echo "ok: accept gives a CPU-only result"
 else echo "FAIL: accept without GPU"; cat "$tmp/out"; fail=1; fi
+# Replay: a seeded input file through the oracle gives the seeded oracle's hashes.
+expect 0 "write seeded inputs" "$detmoe" run --write-inputs "$tmp/in.safetensors" --shape small-shared --seed 3
+expect 0 "replay through the oracle" "$detmoe" run --impl oracle --inputs "$tmp/in.safetensors" --outputs "$tmp/out.safetensors"
+grep -E '^  (out|d_x|dws_down) ' "$tmp/out" | awk '{print $1, $3}' | sort >"$tmp/replayed"
+"$detmoe" oracle --shape small-shared --seed 3 | grep -E '^(out|d_x|dws_down) ' | awk '{print $1, $5}' | sort >"$tmp/seeded"
+if [ "$(wc -l <"$tmp/replayed")" -ne 3 ] || ! diff "$tmp/replayed" "$tmp/seeded" >/dev/null; then
+  echo "FAIL: replayed hashes differ from the seeded oracle"; cat "$tmp/replayed" "$tmp/seeded"; fail=1; else echo "ok: replay matches the seeded oracle"; fi
+head -c 100 "$tmp/in.safetensors" >"$tmp/truncated.safetensors"
+expect 3 "truncated input file is an I/O error" "$detmoe" run --impl oracle --inputs "$tmp/truncated.safetensors" --outputs "$tmp/o2"
+expect 2 "unknown impl names the known ones" "$detmoe" run --impl warp9 --inputs "$tmp/in.safetensors" --outputs "$tmp/o3"
+grep -q "known: oracle" "$tmp/out" || { echo "FAIL: unknown impl message"; cat "$tmp/out"; fail=1; }
 exit $fail

@@ -26,9 +26,6 @@ void add_verify_command(CLI::App& app, Action& run) {
 void add_bench_command(CLI::App& app, Action& run) {
   add_placeholder(app, run, "bench", "benchmark an implementation beside the PyTorch baseline (Google Benchmark, CUDA events)");
 }
-void add_run_command(CLI::App& app, Action& run) {
-  add_placeholder(app, run, "run", "replay real tensors: --inputs in.safetensors --outputs out.safetensors");
-}
 void add_gate_command(CLI::App& app, Action& run) {
   add_placeholder(app, run, "gate", "CI gate for kernel changes: golden + accuracy + performance vs a baseline JSON");
 }

@@ -18,23 +18,18 @@ std::string cpu_platform() {
 #endif
 }
 
-StatusOr<std::vector<NamedTensor>> run_oracle_case(const golden::GoldenCase& c) {
-  auto spec = parse_routing(c.routing);
-  if (!spec.ok()) return spec.status();
-  auto routing = generate_routing(c.shape, *spec, c.seed);
-  if (!routing.ok()) return routing.status();
-  OracleInputs in = make_oracle_inputs(generate_layer_data(c.shape, c.seed), *routing);
-  if (!c.backward) in.dout.clear();
+StatusOr<std::vector<NamedTensor>> run_oracle_problem(const HostProblem& p) {
+  const OracleInputs in = make_oracle_inputs(p.data, p.routing);
   OracleOptions opt;
-  opt.grad_precision = c.grad_precision;
+  opt.grad_precision = p.grad_precision;
   auto out = run_oracle(in, opt);
   if (!out.ok()) return out.status();
-  return oracle_output_tensors(*out, c.shape, opt);
+  return oracle_output_tensors(*out, p.shape, opt);
 }
 
 const std::vector<ImplEntry>& registry() {
   static const std::vector<ImplEntry> kImpls = {
-      {"oracle", &cpu_platform, &run_oracle_case},
+      {"oracle", &cpu_platform, &run_oracle_problem},
   };
   return kImpls;
 }

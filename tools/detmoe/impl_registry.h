@@ -1,19 +1,19 @@
-// Implementations the CLI can run on a golden case / seeded problem, by name.
+// Implementations the CLI can run on a host problem, by name.
 #pragma once
 
 #include <string>
 #include <vector>
 
+#include "detmoe/host_problem.h"
 #include "detmoe/status.h"
-#include "golden/golden.h"
 
 namespace detmoe::cli {
 
 struct ImplEntry {
   std::string name;
-  // Where its bits are defined: "cpu-x86_64" for the oracle, "sm90-cuda13.0" for GPU paths.
+  // Where its bits are defined: "cpu-x86_64" for the oracle, e.g. "sm90-cuda13.0" for GPU paths.
   std::string (*platform)();
-  golden::ImplRunner run;
+  ImplRunner run;
 };
 
 // Names the known implementations in the error when `name` is unknown or not built.

@@ -1,0 +1,93 @@
+// detmoe run: replay a problem from a safetensors file (e.g. captured from a PyTorch training
+// step) through one implementation and write every output as safetensors.
+//   detmoe run --impl oracle --inputs in.safetensors --outputs out.safetensors
+//   detmoe run --write-inputs in.safetensors --shape small --seed 3   (a seeded input file)
+#include <fmt/format.h>
+
+#include <cstring>
+
+#include "commands.h"
+#include "detmoe/safetensors.h"
+#include "impl_registry.h"
+#include "problem_options.h"
+
+namespace detmoe::cli {
+namespace {
+
+struct RunArgs {
+  std::string impl = "oracle";
+  std::string inputs, outputs, write_inputs;
+  std::string grad_dtype = "fp32";
+  bool forward_only = false;
+  ProblemOptions problem;
+};
+
+std::vector<NamedTensor> problem_tensors(const HostProblem& p) {
+  const Shape& s = p.shape;
+  const int64_t N = s.tokens_global();
+  auto bf16 = [](const char* name, std::vector<int64_t> shape, const std::vector<uint16_t>& v) {
+    NamedTensor t{name, DType::kBF16, std::move(shape), {}};
+    t.bytes.resize(v.size() * 2);
+    std::memcpy(t.bytes.data(), v.data(), t.bytes.size());
+    return t;
+  };
+  std::vector<NamedTensor> ts;
+  ts.push_back(bf16("x", {N, s.H}, p.data.x));
+  NamedTensor idx{"topk_idx", DType::kInt32, {N, s.k}, {}};
+  idx.bytes.resize(p.routing.topk_idx.size() * 4);
+  std::memcpy(idx.bytes.data(), p.routing.topk_idx.data(), idx.bytes.size());
+  ts.push_back(std::move(idx));
+  NamedTensor w{"topk_w", DType::kFP32, {N, s.k}, {}};
+  w.bytes.resize(p.routing.topk_w.size() * 4);
+  std::memcpy(w.bytes.data(), p.routing.topk_w.data(), w.bytes.size());
+  ts.push_back(std::move(w));
+  ts.push_back(bf16("w_gate", {s.E, s.F, s.H}, p.data.w_gate));
+  ts.push_back(bf16("w_up", {s.E, s.F, s.H}, p.data.w_up));
+  ts.push_back(bf16("w_down", {s.E, s.H, s.F}, p.data.w_down));
+  if (s.Fs > 0) {
+    ts.push_back(bf16("ws_gate", {s.Fs, s.H}, p.data.ws_gate));
+    ts.push_back(bf16("ws_up", {s.Fs, s.H}, p.data.ws_up));
+    ts.push_back(bf16("ws_down", {s.H, s.Fs}, p.data.ws_down));
+  }
+  if (p.backward()) ts.push_back(bf16("dout", {N, s.H}, p.data.dout));
+  return ts;
+}
+
+int run_replay(const RunArgs& a) {
+  const GradPrecision grad = a.grad_dtype == "bf16" ? GradPrecision::kBF16 : GradPrecision::kFP32;
+  if (!a.write_inputs.empty()) {
+    Shape shape = a.problem.shape().value();
+    if (shape.P != 1) throw Error(invalid_argument(fmt::format("--write-inputs writes one rank's problem; P = {} must be 1", shape.P)));
+    const HostProblem p = make_seeded_problem(shape, a.problem.routing_spec().value(), a.problem.seed, !a.forward_only, grad).value();
+    throw_if_error(write_safetensors(a.write_inputs, problem_tensors(p),
+                                     {{"detmoe", "seeded inputs"}, {"shape", shape.to_string()}, {"seed", std::to_string(a.problem.seed)}}));
+    fmt::print("wrote {} ({})\n", a.write_inputs, shape.to_string());
+    return kExitOk;
+  }
+  if (a.inputs.empty() || a.outputs.empty()) throw Error(invalid_argument("run needs --inputs and --outputs (or --write-inputs)"));
+  const ImplEntry impl = find_impl(a.impl).value();
+  HostProblem p = problem_from_tensors(read_safetensors(a.inputs).value(), grad).value();
+  if (a.forward_only) p.data.dout.clear();
+  const std::vector<NamedTensor> outs = impl.run(p).value();
+  throw_if_error(write_safetensors(a.outputs, outs, {{"impl", a.impl}, {"platform", impl.platform()}}));
+  fmt::print("{} on {}: {} outputs -> {}\n", a.impl, p.shape.to_string(), outs.size(), a.outputs);
+  for (const NamedTensor& t : outs) fmt::print("  {:<10} {:<5} {}\n", t.name, to_string(t.dtype), t.hash().hex());
+  return kExitOk;
+}
+
+}  // namespace
+
+void add_run_command(CLI::App& app, Action& run) {
+  auto args = std::make_shared<RunArgs>();
+  CLI::App* cmd = app.add_subcommand("run", "replay tensors from safetensors through an implementation, write its outputs as safetensors");
+  cmd->add_option("--impl", args->impl, "oracle | reference | megakernel")->capture_default_str();
+  cmd->add_option("--inputs", args->inputs, "x, topk_idx, topk_w, w_gate, w_up, w_down [, ws_*] [, dout]");
+  cmd->add_option("--outputs", args->outputs, "where to write out, y, d_x, d_topk_w, dw_* …");
+  cmd->add_option("--write-inputs", args->write_inputs, "instead: write the seeded problem of --shape/--seed as an input file");
+  cmd->add_option("--grad-dtype", args->grad_dtype, "weight-gradient dtype")->check(CLI::IsMember({"fp32", "bf16"}))->capture_default_str();
+  cmd->add_flag("--forward-only", args->forward_only, "ignore dout");
+  args->problem.add_to(*cmd);
+  cmd->callback([args, &run] { run = [args] { return run_replay(*args); }; });
+}
+
+}  // namespace detmoe::cli
