@@ -24,6 +24,7 @@ struct RoutingSpec {
   RoutingKind kind = RoutingKind::kBalanced;
   double zipf_s = 1.0;          // kZipf
   double hot_fraction = 0.5;    // kHotExpert: fraction of all T·k picks going to hot_expert
+                                //   (at most 1/k: a token holds an expert once)
   int64_t hot_expert = 0;       // kHotExpert / kAllToOne: the favoured expert
   int64_t empty_experts = 0;    // kEmptyExperts: how many (spread over the id range) get nothing
   std::vector<int32_t> explicit_idx;  // kExplicit: [P·T, k]
