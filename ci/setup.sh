@@ -8,7 +8,8 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 build=${DETMOE_BUILD_DIR:-$root/build}
 
 packages=(cmake ninja-build g++ ccache pkg-config libgtest-dev libgmock-dev libbenchmark-dev librapidcheck-dev
-          libcli11-dev nlohmann-json3-dev libfmt-dev libxxhash-dev)
+          libcli11-dev nlohmann-json3-dev libfmt-dev libxxhash-dev
+          chromium)  # headless browser for the tests/reports HTML check (skipped when absent)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

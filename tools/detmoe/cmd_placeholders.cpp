@@ -29,8 +29,5 @@ void add_bench_command(CLI::App& app, Action& run) {
 void add_gate_command(CLI::App& app, Action& run) {
   add_placeholder(app, run, "gate", "CI gate for kernel changes: golden + accuracy + performance vs a baseline JSON");
 }
-void add_report_command(CLI::App& app, Action& run) {
-  add_placeholder(app, run, "report", "render a run's JSON report to HTML and Markdown");
-}
 
 }  // namespace detmoe::cli

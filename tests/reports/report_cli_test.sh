@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# `detmoe report` contract: exit codes, messages that name the JSON path, files written.
+#   report_cli_test.sh <path to detmoe> <source dir>
+set -u
+detmoe=$1 src=$2
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+fail=0
+expect() {  # expect <code> <description> <command...>
+  local want=$1 what=$2; shift 2
+  "$@" >"$tmp/out" 2>&1; local got=$?
+  if [ "$got" -ne "$want" ]; then echo "FAIL: $what: exit $got, want $want"; cat "$tmp/out"; fail=1; else echo "ok: $what"; fi
+}
+has() {  # has <description> <text>: the last command's output contains text
+  grep -qF -- "$2" "$tmp/out" || { echo "FAIL: $1: output lacks '$2'"; cat "$tmp/out"; fail=1; }
+}
+sample=$src/reports/examples/sample-run.json
+expect 0 "render the example" "$detmoe" report render "$sample" -o "$tmp/run.html" --markdown "$tmp/run.md"
+[ -s "$tmp/run.html" ] && [ -s "$tmp/run.md" ] || { echo "FAIL: render wrote nothing"; fail=1; }
+grep -q 'data-plot="bandwidth"' "$tmp/run.html" || { echo "FAIL: no bandwidth plot in the page"; fail=1; }
+cp "$sample" "$tmp/copy.json"
+expect 0 "render next to the input by default" "$detmoe" report render "$tmp/copy.json"
+[ -s "$tmp/copy.html" ] || { echo "FAIL: default output copy.html missing"; fail=1; }
+expect 0 "validate the example" "$detmoe" report validate "$sample"
+has "validate says valid" "valid detmoe.run/1"
+expect 0 "print the schema" "$detmoe" report schema
+cmp -s "$tmp/out" "$src/reports/schema/run-v1.schema.json" || { echo "FAIL: printed schema differs from the checked-in file"; fail=1; }
+
+sed 's/"verdict": "Warn"/"verdict": "Maybe"/' "$sample" >"$tmp/bad.json"
+expect 1 "validate finds a bad verdict" "$detmoe" report validate "$tmp/bad.json"
+has "validate names the path" '$.checks[7].verdict: "Maybe" is not one of'
+expect 2 "render refuses an invalid report" "$detmoe" report render "$tmp/bad.json" -o "$tmp/bad.html"
+has "render names the path" '$.checks[7].verdict'
+[ ! -e "$tmp/bad.html" ] || { echo "FAIL: an invalid report was rendered"; fail=1; }
+echo '{"schema": "detmoe.run/2"}' >"$tmp/newer.json"
+expect 1 "validate: newer schema" "$detmoe" report validate "$tmp/newer.json"
+has "newer schema is named" 'not a schema this build reads'
+echo '{' >"$tmp/broken.json"
+expect 1 "validate: not JSON" "$detmoe" report validate "$tmp/broken.json"
+expect 2 "render: not JSON" "$detmoe" report render "$tmp/broken.json"
+expect 3 "render: missing file" "$detmoe" report render "$tmp/absent.json"
+has "missing file is named" "$tmp/absent.json"
+expect 3 "validate: missing file" "$detmoe" report validate "$tmp/absent.json"
+expect 2 "report needs a subcommand" "$detmoe" report
+expect 2 "render needs an input" "$detmoe" report render
+exit $fail

@@ -1,0 +1,108 @@
+// detmoe report: render a run report (schema detmoe.run/1) to HTML and Markdown, validate one,
+// or print the schema.
+//   detmoe report render run.json -o run.html [--markdown run.md]
+//   detmoe report validate run.json...
+//   detmoe report schema
+#include <fmt/format.h>
+
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "commands.h"
+#include "detmoe/report.h"
+
+namespace detmoe::cli {
+namespace {
+
+struct RenderArgs {
+  std::string input, html_path, markdown_path;
+};
+
+void write_text(const std::string& path, const std::string& text) {
+  std::ofstream f(path, std::ios::binary);
+  f << text;
+  f.close();
+  if (!f) throw Error({ErrorCode::kIoError, fmt::format("cannot write {}", path)});
+}
+
+// run.json -> run.html
+std::string sibling_with_extension(const std::string& path, const std::string& ext) {
+  const auto slash = path.find_last_of('/');
+  const auto dot = path.find_last_of('.');
+  const bool has_ext = dot != std::string::npos && (slash == std::string::npos || dot > slash);
+  return (has_ext ? path.substr(0, dot) : path) + ext;
+}
+
+int run_render(const RenderArgs& a) {
+  const report::RunReport r = report::load_run_report(a.input).value();
+  const std::string html = a.html_path.empty() ? sibling_with_extension(a.input, ".html") : a.html_path;
+  write_text(html, report::render_html(r));
+  fmt::print("wrote {}\n", html);
+  if (!a.markdown_path.empty()) {
+    write_text(a.markdown_path, report::render_markdown(r));
+    fmt::print("wrote {}\n", a.markdown_path);
+  }
+  return kExitOk;
+}
+
+// Exit 1 when any file is not a valid report, 3 when one cannot be read at all.
+int run_validate(const std::vector<std::string>& inputs) {
+  int rc = kExitOk;
+  for (const std::string& path : inputs) {
+    std::ifstream f(path, std::ios::binary);
+    if (!f) {
+      fmt::print(stderr, "{}: cannot open\n", path);
+      rc = kExitCouldNotRun;
+      continue;
+    }
+    nlohmann::json doc;
+    try {
+      doc = nlohmann::json::parse(f);
+    } catch (const nlohmann::json::parse_error& e) {
+      fmt::print("{}: not JSON: {}\n", path, e.what());
+      rc = std::max(rc, kExitCheckFailed);
+      continue;
+    }
+    const auto violations = report::validate_run_json(doc);
+    if (violations.empty()) {
+      fmt::print("{}: valid {}\n", path, report::kRunSchemaId);
+      continue;
+    }
+    rc = std::max(rc, kExitCheckFailed);
+    fmt::print("{}: {} problem(s)\n", path, violations.size());
+    for (const auto& v : violations) fmt::print("  {}: {}\n", v.path, v.message);
+  }
+  return rc;
+}
+
+}  // namespace
+
+void add_report_command(CLI::App& app, Action& run) {
+  CLI::App* cmd = app.add_subcommand("report", "render a run's JSON report to HTML and Markdown; validate reports; print the schema");
+  cmd->require_subcommand(1);
+
+  auto render = std::make_shared<RenderArgs>();
+  CLI::App* r = cmd->add_subcommand("render", "render run.json to one self-contained HTML page (inline SVG plots), and Markdown");
+  r->add_option("input", render->input, "a detmoe.run/1 JSON report")->required();
+  r->add_option("-o,--output", render->html_path, "HTML file to write (default: the input with .html)");
+  r->add_option("--markdown", render->markdown_path, "also write a Markdown summary here");
+  r->callback([render, &run] { run = [render] { return run_render(*render); }; });
+
+  auto inputs = std::make_shared<std::vector<std::string>>();
+  CLI::App* v = cmd->add_subcommand("validate", "check reports against the schema; list each problem with its JSON path");
+  v->add_option("inputs", *inputs, "JSON reports")->required();
+  v->callback([inputs, &run] { run = [inputs] { return run_validate(*inputs); }; });
+
+  CLI::App* s = cmd->add_subcommand("schema", "print the JSON Schema of run reports (detmoe.run/1)");
+  s->callback([&run] {
+    run = [] {
+      fmt::print("{}", report::run_schema_text());
+      return kExitOk;
+    };
+  });
+}
+
+}  // namespace detmoe::cli
