@@ -29,17 +29,19 @@ struct GemmArgs {
 };
 
 // B(pc.., jc..) as ceil(nc/kNR) panels, each kc rows of kNR values (columns past nc are zero).
+// The inner loop walks B's contiguous dimension: strided walks thrash the cache sets.
 [[gnu::always_inline]] inline void pack_b(const StridedMatrix& B, int64_t pc, int64_t kc, int64_t jc, int64_t nc,
                                           double* dst) {
   for (int64_t q = 0; q < nc; q += kNR) {
     const int64_t nr = std::min(kNR, nc - q);
     double* panel = dst + q * kc;
-    for (int64_t j = 0; j < kNR; ++j) {
-      if (j < nr) {
-        for (int64_t p = 0; p < kc; ++p) panel[p * kNR + j] = B.at(pc + p, jc + q + j);
-      } else {
-        for (int64_t p = 0; p < kc; ++p) panel[p * kNR + j] = 0.0;
-      }
+    const double* src = B.data + pc * B.row_stride + (jc + q) * B.col_stride;
+    if (B.col_stride <= B.row_stride) {
+      for (int64_t p = 0; p < kc; ++p)
+        for (int64_t j = 0; j < kNR; ++j) panel[p * kNR + j] = j < nr ? src[p * B.row_stride + j * B.col_stride] : 0.0;
+    } else {
+      for (int64_t j = 0; j < kNR; ++j)
+        for (int64_t p = 0; p < kc; ++p) panel[p * kNR + j] = j < nr ? src[p * B.row_stride + j * B.col_stride] : 0.0;
     }
   }
 }
@@ -50,12 +52,13 @@ struct GemmArgs {
   for (int64_t q = 0; q < mc; q += kMR) {
     const int64_t mr = std::min(kMR, mc - q);
     double* panel = dst + q * kc;
-    for (int64_t i = 0; i < kMR; ++i) {
-      if (i < mr) {
-        for (int64_t p = 0; p < kc; ++p) panel[p * kMR + i] = A.at(ic + q + i, pc + p);
-      } else {
-        for (int64_t p = 0; p < kc; ++p) panel[p * kMR + i] = 0.0;
-      }
+    const double* src = A.data + (ic + q) * A.row_stride + pc * A.col_stride;
+    if (A.row_stride <= A.col_stride) {
+      for (int64_t p = 0; p < kc; ++p)
+        for (int64_t i = 0; i < kMR; ++i) panel[p * kMR + i] = i < mr ? src[i * A.row_stride + p * A.col_stride] : 0.0;
+    } else {
+      for (int64_t i = 0; i < kMR; ++i)
+        for (int64_t p = 0; p < kc; ++p) panel[p * kMR + i] = i < mr ? src[i * A.row_stride + p * A.col_stride] : 0.0;
     }
   }
 }
@@ -86,9 +89,8 @@ struct GemmArgs {
 
 // The block [m0, m1) × [n0, n1) of C. Compiled for AVX2 and for baseline x86-64; both give the
 // same bits (same operations in the same order, only the vector width differs).
-__attribute__((target_clones("avx2", "default"))) void gemm_block(const GemmArgs& g, int64_t m0, int64_t m1,
-                                                                   int64_t n0, int64_t n1, double* apack,
-                                                                   double* bpack) {
+__attribute__((target_clones("avx2", "default"))) void gemm_block(const GemmArgs& g, int64_t m0, int64_t m1, int64_t n0,
+                                                                  int64_t n1, double* apack, double* bpack) {
   alignas(32) double tile[kMR * kNR];
   for (int64_t jc = n0; jc < n1; jc += kNC) {
     const int64_t nc = std::min(kNC, n1 - jc);
@@ -105,7 +107,8 @@ __attribute__((target_clones("avx2", "default"))) void gemm_block(const GemmArgs
             const int64_t mr = std::min(kMR, mc - ir);
             double* c = g.C + (ic + ir) * g.ldc + (jc + jr);
             for (int64_t i = 0; i < kMR; ++i)
-              for (int64_t j = 0; j < kNR; ++j) tile[i * kNR + j] = (load_c && i < mr && j < nr) ? c[i * g.ldc + j] : 0.0;
+              for (int64_t j = 0; j < kNR; ++j)
+                tile[i * kNR + j] = (load_c && i < mr && j < nr) ? c[i * g.ldc + j] : 0.0;
             micro_kernel(kc, apack + ir * kc, bpack + jr * kc, tile);
             for (int64_t i = 0; i < mr; ++i)
               for (int64_t j = 0; j < nr; ++j) c[i * g.ldc + j] = tile[i * kNR + j];
@@ -138,8 +141,11 @@ void gemm_fp64(int64_t M, int64_t N, int64_t K, StridedMatrix A, StridedMatrix B
   const bool split_rows = row_tiles >= 4 * workers || row_tiles >= col_tiles;
   workers = static_cast<int>(std::min<int64_t>(workers, split_rows ? row_tiles : col_tiles));
 
-  const int64_t apack_size = kMC * kKC;
-  const int64_t bpack_size = ((std::min(kNC, N) + kNR - 1) / kNR) * kNR * kKC;
+  // Pack buffers sized to this product: small products must not pay for page-faulting
+  // full-size blocks on every call.
+  const int64_t kc_max = std::min(kKC, K);
+  const int64_t apack_size = std::min(kMC, (M + kMR - 1) / kMR * kMR) * kc_max;
+  const int64_t bpack_size = std::min(kNC, (N + kNR - 1) / kNR * kNR) * kc_max;
   std::vector<double> apack(static_cast<size_t>(apack_size) * workers);
   std::vector<double> bpack(static_cast<size_t>(bpack_size) * workers);
 

@@ -26,16 +26,15 @@ void round_in_place(double* v, int64_t n, double (Rounding::*round)(double) cons
   });
 }
 
-void round_in_place(std::vector<double>& v, double (Rounding::*round)(double) const, const Rounding& r,
-                    int threads) {
+void round_in_place(std::vector<double>& v, double (Rounding::*round)(double) const, const Rounding& r, int threads) {
   round_in_place(v.data(), static_cast<int64_t>(v.size()), round, r, threads);
 }
 
 }  // namespace
 
-MlpActivations mlp_forward(const double* x, int64_t rows, const MlpWeights& w, const Rounding& r, int threads) {
+void mlp_forward(const double* x, int64_t rows, const MlpWeights& w, const Rounding& r, int threads,
+                 MlpActivations& act) {
   const int64_t H = w.H, F = w.F;
-  MlpActivations act;
   act.rows = rows;
   act.g.resize(rows * F);
   act.u.resize(rows * F);
@@ -55,18 +54,19 @@ MlpActivations mlp_forward(const double* x, int64_t rows, const MlpWeights& w, c
   });
   gemm_fp64(rows, H, F, {act.a.data(), F, 1}, {w.w_down, 1, F}, act.y.data(), H, false, threads);
   round_in_place(act.y, &Rounding::bf16, r, threads);
-  return act;
 }
 
-void mlp_backward(const double* x, const MlpActivations& act, const double* dy, const MlpWeights& w,
-                  const Rounding& r, int threads, double* dx, double* dw_gate, double* dw_up, double* dw_down) {
+void mlp_backward(const double* x, const MlpActivations& act, const double* dy, const MlpWeights& w, const Rounding& r,
+                  int threads, MlpScratch& scratch, double* dx, double* dw_gate, double* dw_up, double* dw_down) {
   const int64_t H = w.H, F = w.F, rows = act.rows;
   // da = dy·W_down stays unrounded: it only feeds the elementwise dSwiGLU.
-  std::vector<double> da(rows * F);
+  std::vector<double>& da = scratch.da;
+  da.resize(rows * F);
   gemm_fp64(rows, F, H, {dy, H, 1}, {w.w_down, F, 1}, da.data(), F, false, threads);
 
   // dh = [dg | du] per row, a GEMM operand, hence bf16.
-  std::vector<double> dh(rows * 2 * F);
+  std::vector<double>& dh = scratch.dh;
+  dh.resize(rows * 2 * F);
   parallel_rows(rows, 16 * F, threads, [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) {
       for (int64_t f = 0; f < F; ++f) {

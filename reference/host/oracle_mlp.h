@@ -34,14 +34,22 @@ struct MlpActivations {
   std::vector<double> y;     // [rows, H] bf16(a·W_downᵀ)
 };
 
-// x: [rows, H] row-major.
-MlpActivations mlp_forward(const double* x, int64_t rows, const MlpWeights& w, const Rounding& r, int threads);
+// x: [rows, H] row-major. `act` is overwritten; passing the same one for every expert reuses
+// its buffers (fresh multi-MB buffers cost page faults).
+void mlp_forward(const double* x, int64_t rows, const MlpWeights& w, const Rounding& r, int threads,
+                 MlpActivations& act);
+
+// Backward temporaries, reusable across experts like MlpActivations.
+struct MlpScratch {
+  std::vector<double> da;  // [rows, F] dy·W_down, unrounded
+  std::vector<double> dh;  // [rows, 2F] [dg | du], bf16
+};
 
 // Backward for rows whose output gradient is dy [rows, H] (already the bf16 weighted dout).
 // Writes the per-row input gradient bf16(dg·W_gate + du·W_up) to dx [rows, H] and the weight
 // gradients, rounded per r.weight_grad, to dw_gate, dw_up [F, H] and dw_down [H, F]. Every
 // weight-gradient sum runs over the rows in the order given (global token order).
-void mlp_backward(const double* x, const MlpActivations& act, const double* dy, const MlpWeights& w,
-                  const Rounding& r, int threads, double* dx, double* dw_gate, double* dw_up, double* dw_down);
+void mlp_backward(const double* x, const MlpActivations& act, const double* dy, const MlpWeights& w, const Rounding& r,
+                  int threads, MlpScratch& scratch, double* dx, double* dw_gate, double* dw_up, double* dw_down);
 
 }  // namespace detmoe::oracle_detail
