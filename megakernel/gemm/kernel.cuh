@@ -1,0 +1,132 @@
+// The persistent, warp-specialised grouped GEMM kernel (sm_90a).
+//
+// Warpgroup 0 is the producer: after giving registers back, one thread walks this CTA's tiles
+// and streams their k-blocks into the stage ring with TMA. Warpgroups 1 and 2 are consumers:
+// each owns 64 rows × 256 columns of the 128×256 tile in fp32 registers, issues m64n256k16
+// wgmmas over the stages, releases each stage as soon as the wgmma reading it has finished, and
+// runs the epilogue while the producer already loads the next tile.
+//
+// Bits: an output tile is computed by one CTA, k-blocks in increasing order, the same wgmma
+// sequence whatever the grid or the other groups, so results are identical for any grid size.
+#pragma once
+
+#include <cuda.h>
+
+#include <cstdint>
+
+#include "detmoe/gemm.h"
+#include "megakernel/gemm/epilogue.cuh"
+#include "megakernel/gemm/operand_layout.cuh"
+#include "megakernel/gemm/params.cuh"
+#include "megakernel/gemm/pipeline.cuh"
+#include "megakernel/gemm/scheduler.cuh"
+#include "megakernel/gemm/smem_layout.cuh"
+#include "megakernel/gemm/tile_config.cuh"
+#include "megakernel/ptx/common.cuh"
+#include "megakernel/ptx/tma.cuh"
+#include "megakernel/ptx/wgmma.cuh"
+
+namespace detmoe::gemm {
+
+template <Layout kLayout, class Cfg>
+DETMOE_DEVICE void run_producer(const CUtensorMap* map_a, const CUtensorMap* map_b, const KernelParams& p,
+                                const SmemLayout<Cfg>& smem, const Pipeline<Cfg>& pipe) {
+  using Operands = OperandLayout<kLayout, Cfg>;
+  ptx::prefetch_tensor_map(map_a);
+  ptx::prefetch_tensor_map(map_b);
+  TileScheduler<kLayout, Cfg> scheduler(p);
+  PipelineState<Cfg::kStages> st;
+  Tile tile;
+  while (scheduler.next(tile)) {
+    const uint32_t bytes = Operands::stage_bytes(tile, p.n, p.m);
+    for (int32_t kb = 0; kb < tile.k_blocks; ++kb) {
+      pipe.producer_acquire(st, bytes);
+      Operands::load(map_a, map_b, tile, kb, p.n, p.k, p.m, smem.a_stage(st.stage), smem.b_stage(st.stage),
+                     pipe.full + st.stage);
+      st.advance();
+    }
+  }
+}
+
+template <Layout kLayout, class Epi, class Cfg>
+DETMOE_DEVICE void run_consumer(int wg, const CUtensorMap* map_c, const CUtensorMap* map_h, const KernelParams& p,
+                                const SmemLayout<Cfg>& smem, const Pipeline<Cfg>& pipe) {
+  using Operands = OperandLayout<kLayout, Cfg>;
+  const uint32_t thread = threadIdx.x % 128;
+  const bool issuer = thread == 0;
+  if (issuer) {
+    ptx::prefetch_tensor_map(map_c);
+    if (p.store_h) ptx::prefetch_tensor_map(map_h);
+  }
+  SlabStore out(smem.staging(wg, 0), smem.staging(wg, 1), /*barrier_id=*/1 + wg, issuer);
+  TileScheduler<kLayout, Cfg> scheduler(p);
+  PipelineState<Cfg::kStages> st;
+  float acc[Cfg::kAccumulators];
+  Tile tile;
+  while (scheduler.next(tile)) {
+    if (tile.k_blocks > 0) {
+      int32_t previous_stage = 0;
+      for (int32_t kb = 0; kb < tile.k_blocks; ++kb) {
+        pipe.consumer_wait(st);
+        const uint64_t desc_a = Operands::a_desc(smem.a_stage(st.stage), wg);
+        const uint64_t desc_b = Operands::b_desc(smem.b_stage(st.stage));
+        ptx::fence_accumulators(acc);
+        ptx::wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < Cfg::kBlockK / 16; ++kk) {
+          ptx::wgmma_m64n256k16_bf16<Operands::kTransA, Operands::kTransB>(
+              acc, ptx::desc_advance(desc_a, kk * Operands::kKStepA), ptx::desc_advance(desc_b, kk * Operands::kKStepB),
+              (kb > 0 || kk > 0) ? 1u : 0u);
+        }
+        ptx::wgmma_commit_group();
+        ptx::fence_accumulators(acc);
+        // Keep this k-block's wgmmas in flight; the previous one is done, release its stage.
+        ptx::wgmma_wait_group<1>();
+        if (kb > 0) pipe.consumer_release(previous_stage);
+        previous_stage = st.stage;
+        st.advance();
+      }
+      ptx::wgmma_wait_group<0>();
+      ptx::fence_accumulators(acc);
+      pipe.consumer_release(previous_stage);
+    }
+    EpilogueTile et;
+    if constexpr (kLayout == Layout::kWeightGrad) {
+      et.row = tile.group * p.m + tile.m0 + wg * Cfg::kWarpgroupRows;
+      et.row_end = (tile.group + 1) * p.m;
+    } else {
+      et.row = tile.rows_begin + tile.m0 + wg * Cfg::kWarpgroupRows;
+      et.row_end = tile.rows_end;
+    }
+    et.col0 = tile.n0;
+    et.warp = thread / 32;
+    et.lane = thread % 32;
+    Epi::template apply<Cfg>(acc, tile.k_blocks == 0, et, p, map_c, map_h, out);
+  }
+  out.drain();
+}
+
+template <Layout kLayout, class Epi, class Cfg = Tile128x256>
+__global__ void __launch_bounds__(Cfg::kThreads, 1)
+    grouped_gemm_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
+                        const __grid_constant__ CUtensorMap map_c, const __grid_constant__ CUtensorMap map_h,
+                        const KernelParams p) {
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  extern __shared__ uint8_t smem_raw[];
+  const SmemLayout<Cfg> smem = SmemLayout<Cfg>::from_dynamic(smem_raw);
+  const Pipeline<Cfg> pipe{smem.full_barriers(), smem.empty_barriers()};
+  if (threadIdx.x == 0) pipe.init();
+  __syncthreads();
+
+  const int warpgroup = static_cast<int>(ptx::warp_id_uniform() / 4);
+  if (warpgroup == 0) {
+    ptx::setmaxnreg_dec<Cfg::kProducerRegisters>();
+    if (threadIdx.x == 0) run_producer<kLayout, Cfg>(&map_a, &map_b, p, smem, pipe);
+  } else {
+    ptx::setmaxnreg_inc<Cfg::kConsumerRegisters>();
+    run_consumer<kLayout, Epi, Cfg>(warpgroup - 1, &map_c, &map_h, p, smem, pipe);
+  }
+#endif
+}
+
+}  // namespace detmoe::gemm

@@ -1,0 +1,35 @@
+// Shared-memory addressing and thread-role helpers used by every PTX wrapper.
+#pragma once
+
+#include <cstdint>
+
+#define DETMOE_DEVICE __device__ __forceinline__
+
+namespace detmoe::ptx {
+
+// 32-bit shared-window address of a generic pointer into shared memory: what every
+// shared::cta operand of mbarrier / TMA / wgmma / stmatrix takes.
+DETMOE_DEVICE uint32_t smem_u32(const void* p) { return static_cast<uint32_t>(__cvta_generic_to_shared(p)); }
+
+DETMOE_DEVICE uint32_t lane_id() { return threadIdx.x & 31u; }
+
+// The warp index as a uniform value (the compiler cannot prove threadIdx.x / 32 is uniform).
+DETMOE_DEVICE uint32_t warp_id_uniform() { return __shfl_sync(0xffffffffu, threadIdx.x / 32u, 0); }
+
+// Named barrier over `threads` threads (a multiple of 32). Id 0 is __syncthreads.
+DETMOE_DEVICE void named_barrier_sync(uint32_t id, uint32_t threads) {
+  asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+
+// Register rebalancing between warpgroups (sm_90a). Needs a register cap at kernel entry
+// (__launch_bounds__(threads, 1)), otherwise ptxas ignores it (warning C7508).
+template <uint32_t kRegs>
+DETMOE_DEVICE void setmaxnreg_inc() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(kRegs));
+}
+template <uint32_t kRegs>
+DETMOE_DEVICE void setmaxnreg_dec() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(kRegs));
+}
+
+}  // namespace detmoe::ptx

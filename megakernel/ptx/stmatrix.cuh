@@ -1,0 +1,32 @@
+// stmatrix (sm_90): a warp stores four 8x8 b16 matrices whose fragments sit in registers in
+// the mma accumulator layout (lane l holds row l/4, columns 2(l%4)..+1 of each matrix), so an
+// epilogue can write bf16 accumulator pairs to shared memory without shuffles.
+#pragma once
+
+#include <cuda_bf16.h>
+
+#include <cstdint>
+
+#include "megakernel/ptx/common.cuh"
+
+namespace detmoe::ptx {
+
+// Lanes 8i..8i+7 give the row addresses of matrix i; register ri holds this lane's pair of
+// matrix i.
+DETMOE_DEVICE void stmatrix_x4(uint32_t smem_addr, uint32_t r0, uint32_t r1, uint32_t r2, uint32_t r3) {
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};" ::"r"(smem_addr), "r"(r0), "r"(r1),
+               "r"(r2), "r"(r3)
+               : "memory");
+}
+
+// Two floats rounded to bf16 (nearest even) and packed: `lo` in the low half (the lower column).
+DETMOE_DEVICE uint32_t pack_bf16x2(float lo, float hi) {
+  const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+  return *reinterpret_cast<const uint32_t*>(&v);
+}
+
+DETMOE_DEVICE void st_shared_v2_f32(uint32_t smem_addr, float x, float y) {
+  asm volatile("st.shared.v2.f32 [%0], {%1, %2};" ::"r"(smem_addr), "f"(x), "f"(y) : "memory");
+}
+
+}  // namespace detmoe::ptx

@@ -1,0 +1,51 @@
+// Tensor-memory-accelerator (cp.async.bulk.tensor) loads and stores, and the proxy fences
+// that order them against ordinary shared-memory accesses.
+#pragma once
+
+#include <cuda.h>
+
+#include <cstdint>
+
+#include "megakernel/ptx/common.cuh"
+
+namespace detmoe::ptx {
+
+DETMOE_DEVICE void prefetch_tensor_map(const CUtensorMap* map) {
+  asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(map)) : "memory");
+}
+
+// 3-D tile load into shared memory, completing `bytes` on `bar` (out-of-bounds elements are
+// zero-filled and still counted). Coordinates are innermost first.
+DETMOE_DEVICE void tma_load_3d(void* dst, const CUtensorMap* map, uint64_t* bar, int32_t c0, int32_t c1, int32_t c2) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5}], [%2];" ::
+          "r"(smem_u32(dst)),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(smem_u32(bar)), "r"(c0), "r"(c1), "r"(c2)
+      : "memory");
+}
+
+// 3-D tile store from shared memory; out-of-bounds elements are not written.
+DETMOE_DEVICE void tma_store_3d(const CUtensorMap* map, uint32_t src_smem_addr, int32_t c0, int32_t c1, int32_t c2) {
+  asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group [%0, {%2, %3, %4}], [%1];" ::"l"(
+                   reinterpret_cast<uint64_t>(map)),
+               "r"(src_smem_addr), "r"(c0), "r"(c1), "r"(c2)
+               : "memory");
+}
+
+// Bulk groups belong to the issuing thread: only it may wait on them.
+DETMOE_DEVICE void bulk_commit_group() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
+
+// Waits until at most N of this thread's bulk groups still read their shared-memory source.
+template <int N>
+DETMOE_DEVICE void bulk_wait_group_read() {
+  asm volatile("cp.async.bulk.wait_group.read %0;" ::"n"(N) : "memory");
+}
+
+// Waits until all of this thread's bulk stores are complete (written to global memory).
+DETMOE_DEVICE void bulk_wait_group_all() { asm volatile("cp.async.bulk.wait_group 0;" ::: "memory"); }
+
+// Orders this thread's generic-proxy shared-memory writes before later async-proxy accesses
+// (a TMA store or a wgmma reading what st.shared / stmatrix wrote).
+DETMOE_DEVICE void fence_proxy_async_shared() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+
+}  // namespace detmoe::ptx

@@ -1,0 +1,107 @@
+// Schedule invariance (DESIGN.md §3 D1): the bits do not depend on the persistent grid's size,
+// and a group computed inside a grouped call equals the same group computed alone.
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "gemm_test_util.h"
+#include "support/gpu.h"
+
+namespace detmoe::gemm::testing {
+namespace {
+
+struct Case {
+  Problem p;
+  std::vector<uint16_t> a, b;
+};
+
+Case make_case(Layout layout, uint64_t seed) {
+  Case c;
+  c.p.layout = layout;
+  const std::vector<int32_t> sizes{300, 0, 517, 1, 128, 1000, 0, 64};
+  c.p.offsets = offsets_from_sizes(sizes, 3);
+  c.p.rows = c.p.offsets.back() + 2;
+  c.p.n = 520;
+  c.p.k = layout == Layout::kWeightGrad ? 0 : 264;
+  c.p.m = layout == Layout::kWeightGrad ? 200 : 0;
+  c.a = normal_bf16(static_cast<size_t>(c.p.a_rows() * c.p.pitch_a()), seed);
+  c.b = normal_bf16(static_cast<size_t>(c.p.b_rows() * c.p.pitch_b()), seed + 1);
+  return c;
+}
+
+std::vector<uint8_t> run_bytes(const Case& c, Epilogue e, int32_t grid) {
+  DeviceProblem d;
+  upload_problem(c.p, c.a, c.b, e, d);
+  const Status s = run_problem(c.p, e, d, grid);
+  EXPECT_TRUE(s.ok()) << s.to_string();
+  return download<uint8_t>(d.c, d.c.bytes());
+}
+
+class GemmSchedule : public ::testing::TestWithParam<Layout> {};
+
+TEST_P(GemmSchedule, GridSizeDoesNotChangeBits) {
+  DETMOE_REQUIRE_GPU();
+  const Case c = make_case(GetParam(), 21);
+  for (Epilogue e : {Epilogue::kStoreFP32, Epilogue::kStoreBF16}) {
+    const auto full = run_bytes(c, e, 132);
+    for (int32_t grid : {66, 17, 1, 0, 1000}) {
+      const auto other = run_bytes(c, e, grid);
+      ASSERT_EQ(full.size(), other.size());
+      EXPECT_EQ(std::memcmp(full.data(), other.data(), full.size()), 0)
+          << describe(c.p) << ", " << to_string(e) << ": grid " << grid << " differs from grid 132";
+    }
+  }
+}
+
+TEST_P(GemmSchedule, RerunGivesIdenticalBits) {
+  DETMOE_REQUIRE_GPU();
+  const Case c = make_case(GetParam(), 22);
+  const auto first = run_bytes(c, Epilogue::kStoreFP32, 0);
+  for (int i = 0; i < 3; ++i) {
+    const auto again = run_bytes(c, Epilogue::kStoreFP32, 0);
+    EXPECT_EQ(std::memcmp(first.data(), again.data(), first.size()), 0) << "rerun " << i;
+  }
+}
+
+// Each group run as its own single-group problem (its slices of A, B and C) gives the same bits.
+TEST_P(GemmSchedule, GroupedEqualsEachGroupAlone) {
+  DETMOE_REQUIRE_GPU();
+  const Case c = make_case(GetParam(), 23);
+  const Problem& p = c.p;
+  const Epilogue e = Epilogue::kStoreFP32;
+  const auto grouped = run_bytes(c, e, 0);
+  const auto* grouped_c = reinterpret_cast<const float*>(grouped.data());
+  for (int32_t g = 0; g < p.groups(); ++g) {
+    const int32_t r0 = p.offsets[g], r1 = p.offsets[g + 1];
+    Case alone;
+    alone.p = p;
+    alone.p.offsets = {0, r1 - r0};
+    alone.p.rows = r1 - r0;
+    alone.a.assign(c.a.begin() + int64_t{r0} * p.pitch_a(), c.a.begin() + int64_t{r1} * p.pitch_a());
+    if (p.layout == Layout::kWeightGrad) {
+      alone.b.assign(c.b.begin() + int64_t{r0} * p.pitch_b(), c.b.begin() + int64_t{r1} * p.pitch_b());
+    } else {
+      const int64_t per_group = p.layout == Layout::kForward ? p.n : p.k;
+      alone.b.assign(c.b.begin() + g * per_group * p.pitch_b(), c.b.begin() + (g + 1) * per_group * p.pitch_b());
+    }
+    const auto single = run_bytes(alone, e, 0);
+    const auto* single_c = reinterpret_cast<const float*>(single.data());
+    const int64_t first_row = p.layout == Layout::kWeightGrad ? int64_t{g} * p.m : r0;
+    const int64_t count = (p.layout == Layout::kWeightGrad ? p.m : r1 - r0) * p.n;
+    EXPECT_EQ(std::memcmp(grouped_c + first_row * p.n, single_c, static_cast<size_t>(count) * sizeof(float)), 0)
+        << describe(p) << ": group " << g << " differs from running it alone";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Layouts, GemmSchedule,
+                         ::testing::Values(Layout::kForward, Layout::kDataGrad, Layout::kWeightGrad),
+                         [](const auto& info) {
+                           switch (info.param) {
+                             case Layout::kForward: return std::string("Forward");
+                             case Layout::kDataGrad: return std::string("DataGrad");
+                             default: return std::string("WeightGrad");
+                           }
+                         });
+
+}  // namespace
+}  // namespace detmoe::gemm::testing
