@@ -8,6 +8,7 @@ StatusOr<HostProblem> make_seeded_problem(const Shape& shape, const RoutingSpec&
   auto routing = generate_routing(shape, spec, seed);
   if (!routing.ok()) return routing.status();
   HostProblem p{shape, generate_layer_data(shape, seed), std::move(*routing), grad_precision};
+  p.seed = seed;
   if (!backward) p.data.dout.clear();
   return p;
 }

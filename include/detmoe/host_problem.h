@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <vector>
 
 #include "detmoe/data.h"
@@ -20,6 +21,9 @@ struct HostProblem {
   LayerData data;   // dout empty = forward only
   Routing routing;
   GradPrecision grad_precision = GradPrecision::kFP32;
+  // Set when data and routing are the seeded ones of (shape, spec, seed): a GPU path may then
+  // fill its inputs on the device instead of uploading them.
+  std::optional<uint64_t> seed;
   bool backward() const { return !data.dout.empty(); }
 };
 

@@ -2,6 +2,7 @@
 // scatter, the slot-order combine, d_topk_w and the slot-order d_x sum. The rounding points and
 // summation orders are listed in docs/NUMERICS.md.
 #include "detmoe/oracle.h"
+#include "detmoe/test_plant.h"
 
 #include <fmt/format.h>
 
@@ -127,11 +128,18 @@ OracleOutputs run_validated(const OracleInputs& in, const OracleOptions& options
 
   // out[t] = Σ_j w·y (slot order), then + s; one fp64 sum per element.
   out.out.resize(N * H);
+  const bool plant_reversed = test_plant_enabled("combine-reversed");  // harness tests only
   parallel_rows(N, k * H, threads, [&](int64_t b, int64_t end) {
     for (int64_t t = b; t < end; ++t)
       for (int64_t h = 0; h < H; ++h) {
         double acc = 0.0;
-        for (int64_t j = 0; j < k; ++j) acc += in.topk_w[t * k + j] * out.y[(t * k + j) * H + h];
+        if (plant_reversed) {
+          float acc32 = 0.0f;
+          for (int64_t j = k - 1; j >= 0; --j) acc32 += static_cast<float>(in.topk_w[t * k + j] * out.y[(t * k + j) * H + h]);
+          acc = acc32;
+        } else {
+          for (int64_t j = 0; j < k; ++j) acc += in.topk_w[t * k + j] * out.y[(t * k + j) * H + h];
+        }
         if (Fs > 0) acc += shared.y[t * H + h];
         out.out[t * H + h] = rnd.bf16(acc);
       }

@@ -1,102 +1,267 @@
-// detmoe accept: hardware acceptance of the GPUs this process sees (DCGM-style verdicts).
-//
-// What runs now: inventory, and a CPU self-check (the oracle on a tiny problem, rerun
-// bitwise). The GPU stages (tiny layer per GPU with bitwise reruns, cross-GPU equality, named
-// shapes vs reference, golden, NCCL pair bandwidth) are listed with the reason they were
-// skipped: no GPU present, or not built yet. "Could not run" where a GPU is present is Fail.
+// detmoe accept --level 1|2|3: hardware acceptance of every GPU this process sees, with
+// DCGM-style verdicts (Pass / Fail / Skip / Warn per check per GPU) written incrementally to a
+// run report (detmoe.run/1), so a crash loses nothing already judged.
+//   level 1 (seconds): inventory; CPU oracle rerun; per GPU a tiny layer (fwd+bwd) rerun
+//                      bitwise and against the oracle; cross-GPU bitwise equality.
+//   level 2 (minutes): + per GPU the small shapes and scaled copies of the named shapes
+//                      against the oracle, the full named shapes rerun bitwise, golden hashes;
+//                      NCCL pair bandwidth when there is more than one GPU.
+//   level 3 (long):    + repeated reruns, and per-GPU speed against the peers' median.
+// Without a GPU the GPU checks are Skip with the reason (a CPU-only result, exit 0), unless
+// --require-gpu makes that a Fail.
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <chrono>
+#include <cmath>
 #include <fstream>
-#include <vector>
+#include <optional>
 
+#include <cuda_runtime_api.h>
+
+#include "accept_checks.h"
 #include "commands.h"
-#include "detmoe/data.h"
-#include "detmoe/oracle.h"
-#include "detmoe/shapes.h"
+#include "golden/golden.h"
 #include "gpu_inventory.h"
+#include "impl_registry.h"
+
+#ifndef DETMOE_SOURCE_DIR
+#define DETMOE_SOURCE_DIR "."
+#endif
 
 namespace detmoe::cli {
 namespace {
 
-enum class Verdict { kPass, kFail, kSkip, kWarn };
-const char* to_string(Verdict v) {
-  switch (v) {
-    case Verdict::kPass: return "Pass";
-    case Verdict::kFail: return "Fail";
-    case Verdict::kSkip: return "Skip";
-    case Verdict::kWarn: return "Warn";
-  }
-  return "?";
-}
-
-struct Check {
-  std::string name, target, detail;
-  Verdict verdict;
-};
+using report::CheckResult;
+using report::CheckTarget;
+using report::Verdict;
 
 struct AcceptArgs {
   int level = 1;
   std::string json_path;
+  std::string html_path;
   bool require_gpu = false;
+  std::vector<std::string> argv;
 };
 
-// The oracle on `tiny`, twice: the two runs must hash the same (the CPU side of D0).
-Check cpu_oracle_rerun() {
-  const Shape shape = find_named_shape("tiny").value();
-  const LayerData data = generate_layer_data(shape, 7);
-  const Routing routing = generate_routing(shape, RoutingSpec{}, 7).value();
-  const OracleInputs in = make_oracle_inputs(data, routing);
-  OracleOptions opt;
-  auto hashes = [&] {
-    std::vector<std::string> h;
-    for (const auto& t : oracle_output_tensors(run_oracle(in, opt).value(), shape, opt)) h.push_back(t.hash().hex());
-    return h;
-  };
-  const auto a = hashes(), b = hashes();
-  if (a == b) return {"oracle-rerun", "cpu", fmt::format("{} outputs, identical bits on rerun", a.size()), Verdict::kPass};
-  return {"oracle-rerun", "cpu", "oracle outputs differ between two runs", Verdict::kFail};
+report::Inventory to_report(const GpuInventory& inv) {
+  report::Inventory r;
+  auto version = [](int v) { return v ? fmt::format("{}.{}", v / 1000, (v % 1000) / 10) : std::string(); };
+  r.driver_version = version(inv.driver_version);
+  r.runtime_version = version(inv.runtime_version);
+  r.unavailable_reason = inv.unavailable_reason;
+  for (const GpuInfo& g : inv.gpus)
+    r.gpus.push_back({g.index, g.name, g.uuid, g.pci_bus_id, g.sm_count, fmt::format("{}.{}", g.cc_major, g.cc_minor),
+                      static_cast<std::uint64_t>(g.memory_bytes)});
+  return r;
+}
+
+class Verdicts {
+ public:
+  explicit Verdicts(std::optional<report::RunReportWriter> writer) : writer_(std::move(writer)) {}
+  void add(CheckResult c) {
+    fmt::print("{:<4} {:<34} {:<7} {}\n", report::to_string(c.verdict), c.name, c.target.to_string(), c.detail);
+    std::fflush(stdout);
+    failed_ |= c.verdict == Verdict::kFail;
+    if (writer_) throw_if_error(writer_->add_check(c));
+    all_.push_back(std::move(c));
+  }
+  bool failed() const { return failed_; }
+  std::optional<report::RunReportWriter>& writer() { return writer_; }
+  const std::vector<CheckResult>& all() const { return all_; }
+
+ private:
+  std::optional<report::RunReportWriter> writer_;
+  std::vector<CheckResult> all_;
+  bool failed_ = false;
+};
+
+void golden_check_on_gpu(Verdicts& v, int gpu) {
+  const auto t0 = std::chrono::steady_clock::now();
+  CheckResult c{"golden/reference", CheckTarget::gpu(gpu), Verdict::kPass, "", {}, 0};
+  auto impl = find_impl("reference");
+  if (!impl.ok()) {
+    v.add({"golden/reference", CheckTarget::gpu(gpu), Verdict::kFail, impl.status().message(), report::Severity::kConfig, 0});
+    return;
+  }
+  cudaSetDevice(gpu);
+  const std::string platform = impl->platform();
+  auto file = golden::read_hash_file(golden::hash_file_path(DETMOE_SOURCE_DIR "/golden/hashes", "reference", platform));
+  if (!file.ok()) {
+    v.add({"golden/reference", CheckTarget::gpu(gpu), Verdict::kFail,
+           fmt::format("no recorded hashes for platform {} ({})", platform, file.status().message()), report::Severity::kConfig, 0});
+    return;
+  }
+  int cases = 0;
+  std::vector<std::string> problems;
+  for (const auto& gc : golden::load_cases(DETMOE_SOURCE_DIR "/golden/cases.json").value()) {
+    if (std::find(gc.impls.begin(), gc.impls.end(), "reference") == gc.impls.end()) continue;
+    auto rec = std::find_if(file->cases.begin(), file->cases.end(), [&](const auto& r) { return r.name == gc.name; });
+    if (rec == file->cases.end()) {
+      problems.push_back(gc.name + " not recorded");
+      continue;
+    }
+    auto outs = impl->run(golden::make_case_problem(gc).value());
+    if (!outs.ok()) {
+      problems.push_back(gc.name + ": could not run: " + outs.status().to_string());
+      continue;
+    }
+    for (const auto& d : golden::compare_case(*rec, *outs, "", "reference", platform))
+      problems.push_back(fmt::format("{} {}: {}", d.case_name, d.output, d.summary));
+    ++cases;
+  }
+  if (problems.empty()) {
+    c.detail = fmt::format("{} cases bitwise equal to the hashes recorded for {}", cases, platform);
+  } else {
+    c.verdict = Verdict::kFail;
+    c.severity = report::Severity::kTriage;
+    c.detail = fmt::format("{} problems: {}", problems.size(), fmt::join(problems, "; "));
+  }
+  c.duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  v.add(std::move(c));
+}
+
+// Level 3: the layer's forward time on one GPU (median of reruns), for the peers comparison.
+double reference_seconds(int gpu, const Shape& shape) {
+  std::vector<double> times;
+  for (int i = 0; i < 3; ++i) {
+    const GpuRun r = run_reference_twice(gpu, shape, "balanced", 11, false);
+    if (!r.error.empty()) return -1;
+    times.push_back(r.seconds / 2);
+  }
+  std::sort(times.begin(), times.end());
+  return times[1];
 }
 
 int run_accept(const AcceptArgs& a) {
-  std::vector<Check> checks;
   const GpuInventory inv = query_gpus();
-  fmt::print("detmoe accept --level {}\n", a.level);
-  fmt::print("driver {} runtime {}\n", inv.driver_version, inv.runtime_version);
+  report::RunReport initial;
+  initial.run = report::current_run_info("accept", a.argv);
+  initial.inventory = to_report(inv);
+  std::optional<report::RunReportWriter> writer;
+  if (!a.json_path.empty()) writer = report::RunReportWriter::open(a.json_path, initial).value();
+  Verdicts v(std::move(writer));
+
+  fmt::print("detmoe accept --level {}: driver {} runtime {}\n", a.level, initial.inventory.driver_version,
+             initial.inventory.runtime_version);
   for (const GpuInfo& g : inv.gpus)
-    fmt::print("GPU {}: {} {} {} sm_{}{} {} SMs {:.1f} GiB {} MHz\n", g.index, g.name, g.uuid, g.pci_bus_id, g.cc_major,
-               g.cc_minor, g.sm_count, g.memory_bytes / 1073741824.0, g.clock_khz / 1000);
-  checks.push_back(cpu_oracle_rerun());
+    fmt::print("GPU {}: {} {} {} sm_{}{} {} SMs {:.1f} GiB\n", g.index, g.name, g.uuid, g.pci_bus_id, g.cc_major, g.cc_minor,
+               g.sm_count, g.memory_bytes / 1073741824.0);
+  fmt::print("\n");
+  v.add(check_oracle_rerun());
 
-  const bool no_gpu = inv.gpus.empty();
-  const std::string gpu_reason = no_gpu ? inv.unavailable_reason : "GPU stages are not built into this version yet";
-  const Verdict gpu_verdict = no_gpu && !a.require_gpu ? Verdict::kSkip : Verdict::kFail;
-  const char* gpu_stages[] = {"tiny-layer-rerun", "cross-gpu-bitwise", "named-shapes-vs-reference", "golden",
-                              "nccl-pair-bandwidth"};
-  for (const char* stage : gpu_stages) {
-    if (a.level < 2 && (std::string(stage) == "named-shapes-vs-reference" || std::string(stage) == "golden" ||
-                        std::string(stage) == "nccl-pair-bandwidth"))
-      continue;
-    checks.push_back({stage, no_gpu ? "all-gpus" : "gpu", gpu_reason, gpu_verdict});
+  std::vector<int> gpus;
+  std::vector<std::string> names;
+  for (const GpuInfo& g : inv.gpus)
+    if (g.cc_major == 9) {
+      gpus.push_back(g.index);
+      names.push_back(g.name);
+    } else {
+      v.add({"gpu-supported", CheckTarget::gpu(g.index), Verdict::kFail,
+             fmt::format("{} is sm_{}{}; DetMoE needs sm_90a (Hopper)", g.name, g.cc_major, g.cc_minor), report::Severity::kConfig, 0});
+    }
+  if (gpus.empty()) {
+    const std::string why = inv.gpus.empty() ? inv.unavailable_reason : "no Hopper GPU";
+    const Verdict verdict = a.require_gpu ? Verdict::kFail : Verdict::kSkip;
+    const std::vector<std::vector<const char*>> stages_by_level = {
+        {"tiny-layer", "cross-gpu-bitwise"},
+        {"vs-oracle", "rerun-full-shapes", "golden/reference", "nccl-pair-bandwidth"},
+        {"reruns-under-load", "speed-vs-peers"}};
+    for (int level = 1; level <= a.level; ++level)
+      for (const char* stage : stages_by_level[level - 1]) v.add({stage, CheckTarget::cpu(), verdict, why, {}, 0});
+    fmt::print("\nCPU-only result: GPU stages skipped ({}).\n", why);
+  } else {
+    // Level 1.
+    std::vector<std::vector<std::string>> hashes(gpus.size());
+    const Shape tiny = find_named_shape("tiny").value();
+    for (size_t i = 0; i < gpus.size(); ++i)
+      v.add(check_layer("tiny-layer", gpus[i], tiny, "balanced", 1, true, &hashes[i]));
+    v.add(check_cross_gpu(gpus, names, hashes));
+    // Level 2.
+    if (a.level >= 2) {
+      for (int gpu : gpus) {
+        for (const char* name : {"small", "small-shared"})
+          v.add(check_layer(fmt::format("vs-oracle/{}", name), gpu, find_named_shape(name).value(), "zipf1", 2, true));
+        for (const char* name : {"qwen3-30b-a3b", "deepseek-v3", "mixtral-8x7b", "gpt-oss-120b"}) {
+          const Shape full = find_named_shape(name).value();
+          v.add(check_layer(fmt::format("vs-oracle/{}@T64", name), gpu, scaled_shape(full, 64), "balanced", 3, true));
+          v.add(check_layer(fmt::format("rerun/{}", name), gpu, full, "balanced", 4, false));
+        }
+        golden_check_on_gpu(v, gpu);
+      }
+      if (gpus.size() < 2)
+        v.add({"nccl-pair-bandwidth", CheckTarget::node(gpus), Verdict::kSkip, "one GPU: no pair to measure", {}, 0});
+      else
+        v.add({"nccl-pair-bandwidth", CheckTarget::node(gpus), Verdict::kFail,
+               "could not run: the pair bandwidth check is not built yet (issue 7)", report::Severity::kConfig, 0});
+    }
+    // Level 3.
+    if (a.level >= 3) {
+      const Shape small = find_named_shape("small").value();
+      for (int gpu : gpus) {
+        const auto t0 = std::chrono::steady_clock::now();
+        std::vector<std::string> first, now;
+        CheckResult c{"reruns-under-load", CheckTarget::gpu(gpu), Verdict::kPass, "", {}, 0};
+        constexpr int kReruns = 50;
+        for (int i = 0; i < kReruns && c.verdict == Verdict::kPass; ++i) {
+          const GpuRun r = run_reference_twice(gpu, small, "hot:0.2", 5, true);
+          now.clear();
+          if (!r.error.empty()) {
+            c.verdict = Verdict::kFail;
+            c.detail = "could not run: " + r.error;
+            break;
+          }
+          for (size_t t = 0; t < r.first.size(); ++t) {
+            now.push_back(r.first[t].hash().hex());
+            if (r.first[t].hash() != r.second[t].hash()) c.verdict = Verdict::kFail;
+          }
+          if (first.empty()) first = now;
+          if (now != first) c.verdict = Verdict::kFail;
+          if (c.verdict == Verdict::kFail && c.detail.empty()) c.detail = fmt::format("bits changed at rerun {}", i);
+        }
+        if (c.verdict == Verdict::kPass) c.detail = fmt::format("{} fresh sessions × 2 runs, identical bits", kReruns);
+        c.duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        v.add(std::move(c));
+      }
+      const Shape ds = find_named_shape("deepseek-v3").value();
+      std::vector<double> secs;
+      for (int gpu : gpus) secs.push_back(reference_seconds(gpu, ds));
+      std::vector<double> sorted = secs;
+      std::sort(sorted.begin(), sorted.end());
+      const double med = sorted[sorted.size() / 2];
+      constexpr double kMargin = 0.10;
+      for (size_t i = 0; i < gpus.size(); ++i) {
+        CheckResult c{"speed-vs-peers", CheckTarget::gpu(gpus[i]), Verdict::kPass, "", {}, 0};
+        if (secs[i] < 0) {
+          c.verdict = Verdict::kFail;
+          c.detail = "could not run the deepseek-v3 reference forward";
+        } else {
+          c.detail = fmt::format("deepseek-v3 reference forward {:.2f} ms (peers' median {:.2f} ms, margin {:.0f}%)", 1e3 * secs[i],
+                                 1e3 * med, 100 * kMargin);
+          if (secs[i] > med * (1 + kMargin)) {
+            c.verdict = Verdict::kWarn;
+            c.severity = report::Severity::kMonitor;
+            c.detail = "slower than its peers: " + c.detail;
+          }
+        }
+        v.add(std::move(c));
+      }
+    }
   }
 
-  fmt::print("\n{:<28} {:<10} {:<6} {}\n", "check", "target", "result", "detail");
-  bool failed = false;
-  nlohmann::json j;
-  j["schema"] = "detmoe.accept/0";
-  j["level"] = a.level;
-  for (const Check& c : checks) {
-    fmt::print("{:<28} {:<10} {:<6} {}\n", c.name, c.target, to_string(c.verdict), c.detail);
-    failed |= c.verdict == Verdict::kFail;
-    j["checks"].push_back({{"name", c.name}, {"target", c.target}, {"verdict", to_string(c.verdict)}, {"detail", c.detail}});
+  if (v.writer()) throw_if_error(v.writer()->finish());
+  if (!a.html_path.empty()) {
+    report::RunReport r = initial;
+    r.checks = v.all();
+    r.run.state = report::RunState::kFinished;
+    r.run.finished_at = report::utc_now_iso8601();
+    std::ofstream(a.html_path) << report::render_html(r);
   }
-  if (no_gpu) fmt::print("\nCPU-only result: GPU stages skipped ({}).\n", inv.unavailable_reason);
-  fmt::print("{}\n", failed ? "ACCEPT: FAIL" : "ACCEPT: PASS (for the checks that ran)");
-  if (!a.json_path.empty()) {
-    std::ofstream f(a.json_path);
-    f << j.dump(2) << "\n";
-  }
-  return failed ? kExitCheckFailed : kExitOk;
+  const auto count = [&](Verdict x) { return std::count_if(v.all().begin(), v.all().end(), [&](const auto& c) { return c.verdict == x; }); };
+  fmt::print("\n{} checks: {} Pass, {} Fail, {} Skip, {} Warn\n", v.all().size(), count(Verdict::kPass), count(Verdict::kFail),
+             count(Verdict::kSkip), count(Verdict::kWarn));
+  fmt::print("{}\n", v.failed() ? "ACCEPT: FAIL" : "ACCEPT: PASS (for the checks that ran)");
+  return v.failed() ? kExitCheckFailed : kExitOk;
 }
 
 }  // namespace
@@ -105,9 +270,13 @@ void add_accept_command(CLI::App& app, Action& run) {
   auto args = std::make_shared<AcceptArgs>();
   CLI::App* cmd = app.add_subcommand("accept", "hardware acceptance of every visible GPU (levels 1 seconds, 2 minutes, 3 long)");
   cmd->add_option("--level", args->level, "1 | 2 | 3")->check(CLI::Range(1, 3))->capture_default_str();
-  cmd->add_option("--json", args->json_path, "write verdicts as JSON");
+  cmd->add_option("--json", args->json_path, "write verdicts incrementally as a run report (detmoe.run/1)");
+  cmd->add_option("--html", args->html_path, "render the report as a self-contained HTML page at the end");
   cmd->add_flag("--require-gpu", args->require_gpu, "fail (instead of skip) when no GPU is present");
-  cmd->callback([args, &run] { run = [args] { return run_accept(*args); }; });
+  cmd->callback([args, &run] {
+    args->argv = {"detmoe", "accept", "--level", std::to_string(args->level)};
+    run = [args] { return run_accept(*args); };
+  });
 }
 
 }  // namespace detmoe::cli

@@ -20,14 +20,5 @@ void add_placeholder(CLI::App& app, Action& run, const char* name, const char* h
 }
 }  // namespace
 
-void add_verify_command(CLI::App& app, Action& run) {
-  add_placeholder(app, run, "verify", "compare an implementation (reference | megakernel) against the oracle and itself");
-}
-void add_bench_command(CLI::App& app, Action& run) {
-  add_placeholder(app, run, "bench", "benchmark an implementation beside the PyTorch baseline (Google Benchmark, CUDA events)");
-}
-void add_gate_command(CLI::App& app, Action& run) {
-  add_placeholder(app, run, "gate", "CI gate for kernel changes: golden + accuracy + performance vs a baseline JSON");
-}
 
 }  // namespace detmoe::cli

@@ -4,6 +4,9 @@
 
 #include "detmoe/data.h"
 #include "detmoe/oracle.h"
+#include "detmoe/reference_session.h"
+
+#include <cuda_runtime_api.h>
 
 namespace detmoe::cli {
 namespace {
@@ -27,9 +30,38 @@ StatusOr<std::vector<NamedTensor>> run_oracle_problem(const HostProblem& p) {
   return oracle_output_tensors(*out, p.shape, opt);
 }
 
+std::string gpu_platform() {
+  int device = 0, runtime = 0;
+  cudaDeviceProp prop{};
+  if (cudaGetDevice(&device) != cudaSuccess || cudaGetDeviceProperties(&prop, device) != cudaSuccess) return "gpu-unavailable";
+  cudaRuntimeGetVersion(&runtime);
+  // cuBLAS promises the same bits only for one architecture, SM count and toolkit.
+  return fmt::format("sm{}{}-{}sm-cuda{}.{}", prop.major, prop.minor, prop.multiProcessorCount, runtime / 1000, (runtime % 1000) / 10);
+}
+
+StatusOr<std::vector<NamedTensor>> run_reference_problem(const HostProblem& p) {
+  if (!p.seed)
+    return Status(ErrorCode::kNotImplemented,
+                  "the GPU reference runs seeded problems only (its inputs are filled on the device); replaying "
+                  "arbitrary tensors through it is not built yet — use --impl oracle");
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0)
+    return Status(ErrorCode::kCudaError, "the GPU reference needs a CUDA device and this process sees none");
+  int device = 0;
+  cudaGetDevice(&device);
+  auto ex = make_loopback_exchange(static_cast<int>(p.shape.P), device);
+  if (!ex.ok()) return ex.status();
+  LayerConfig config;
+  config.grad_precision = p.grad_precision;
+  auto session = ReferenceSession::create(p.shape, p.routing, *p.seed, std::shared_ptr<RowExchange>(std::move(*ex)), config);
+  if (!session.ok()) return session.status();
+  return (*session)->run(p.backward());
+}
+
 const std::vector<ImplEntry>& registry() {
   static const std::vector<ImplEntry> kImpls = {
       {"oracle", &cpu_platform, &run_oracle_problem},
+      {"reference", &gpu_platform, &run_reference_problem},
   };
   return kImpls;
 }

@@ -1,0 +1,13 @@
+// Planted changes for testing the harness itself: the gate, golden and bisect must catch a
+// change of bits, so a test needs a way to make one without editing code. A plant is switched
+// on by naming it in the environment variable DETMOE_TEST_PLANT (comma-separated); nothing is
+// planted when it is unset, and every plant is listed here.
+//   combine-reversed   the combine sums the k slots in reverse order, in fp32 (oracle and
+//                      GPU reference): a different summation order, as a kernel change would be
+#pragma once
+
+namespace detmoe {
+
+bool test_plant_enabled(const char* name);
+
+}  // namespace detmoe

@@ -1,0 +1,202 @@
+// detmoe_perf_layer: the whole MoE layer, forward and forward+backward, on the DESIGN.md §7
+// shapes — the reference layer now, the megakernel beside it later.
+//
+// One benchmark per (implementation, shape, routing, pass). Each times `--timed` single steps
+// (benchmark iterations) with CUDA events on the layer's stream after two warm-up steps; before
+// every step a 2×L2 memset evicts the cache (outside the timed region), so no step starts warm.
+// A forward step includes the routing plan and its one host synchronisation. Counters:
+// median_ms (what reports use), tflops (DESIGN.md §7 FLOPs over the median), min_ms, max_ms.
+//
+// Flags after Google Benchmark's own:
+//   --shapes=qwen3-30b-a3b,deepseek-v3,mixtral-8x7b,gpt-oss-120b  --routings=balanced,zipf1
+//   --gemm=per-expert[,grouped]  --timed=20  --seed=1
+#include <benchmark/benchmark.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "detmoe/reference_session.h"
+#include "detmoe/routing.h"
+#include "detmoe/shapes.h"
+
+namespace {
+
+using namespace detmoe;
+
+struct Options {
+  std::vector<std::string> shapes = {"qwen3-30b-a3b", "deepseek-v3", "mixtral-8x7b", "gpt-oss-120b"};
+  std::vector<std::string> routings = {"balanced", "zipf1"};
+  std::vector<std::string> gemms = {"per-expert"};
+  int timed = 20;
+  uint64_t seed = 1;
+};
+
+void die(const std::string& what) {
+  std::fprintf(stderr, "detmoe_perf_layer: %s\n", what.c_str());
+  std::exit(3);
+}
+void check(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) die(std::string(what) + ": " + cudaGetErrorString(e));
+}
+void check(const Status& s, const char* what) {
+  if (!s.ok()) die(std::string(what) + ": " + s.to_string());
+}
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  for (std::string item; std::getline(ss, item, ',');)
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+// The session of the benchmark that runs now; rebuilt when the (shape, routing, gemm) changes,
+// so only one problem's buffers are alive at a time.
+struct Current {
+  std::string key;
+  std::unique_ptr<ReferenceSession> session;
+  void* flush = nullptr;
+  size_t flush_bytes = 0;
+};
+Current& current() {
+  static Current c;
+  return c;
+}
+
+ReferenceSession& session_for(const std::string& shape_name, const std::string& routing, const std::string& gemm,
+                              uint64_t seed) {
+  Current& c = current();
+  const std::string key = shape_name + "/" + routing + "/" + gemm;
+  if (c.key == key) return *c.session;
+  c.session.reset();
+  c.key.clear();
+  const Shape shape = find_named_shape(shape_name).value();
+  auto spec = parse_routing(routing);
+  check(spec.status(), "routing");
+  auto r = generate_routing(shape, *spec, seed);
+  check(r.status(), "generate_routing");
+  auto ex = make_loopback_exchange(static_cast<int>(shape.P));
+  check(ex.status(), "loopback exchange");
+  ReferenceOptions options;
+  options.gemm = gemm == "grouped" ? ReferenceGemm::kGroupedBatched : ReferenceGemm::kPerExpert;
+  auto s = ReferenceSession::create(shape, *r, seed, std::shared_ptr<RowExchange>(std::move(*ex)), {}, options,
+                                    /*write_y=*/false);
+  check(s.status(), "ReferenceSession::create");
+  c.session = std::move(*s);
+  c.key = key;
+  if (c.flush == nullptr) {
+    int l2 = 0;
+    check(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0), "L2 size");
+    c.flush_bytes = std::max<size_t>(2 * static_cast<size_t>(l2), size_t{64} << 20);
+    check(cudaMalloc(&c.flush, c.flush_bytes), "cudaMalloc flush buffer");
+  }
+  return *c.session;
+}
+
+void bench_reference(benchmark::State& state, std::string shape_name, std::string routing, std::string gemm,
+                     bool backward, uint64_t seed) {
+  ReferenceSession& s = session_for(shape_name, routing, gemm, seed);
+  ReferenceLayer& layer = s.layer();
+  DeviceProblem& p = s.problem();
+  cudaStream_t stream = layer.exchange().stream(0);
+  auto step = [&] {
+    check(layer.forward(p.inputs(), p.outputs()), "forward");
+    if (backward) check(layer.backward(p.inputs(), p.grad_inputs(), p.grad_outputs()), "backward");
+  };
+  for (int i = 0; i < 2; ++i) step();
+  check(layer.synchronize(), "warm-up");
+  cudaEvent_t start, stop;
+  check(cudaEventCreate(&start), "event");
+  check(cudaEventCreate(&stop), "event");
+  std::vector<double> ms;
+  for (auto _ : state) {
+    check(cudaMemsetAsync(current().flush, static_cast<int>(ms.size() & 0xff), current().flush_bytes, stream), "flush");
+    check(cudaEventRecord(start, stream), "record");
+    step();
+    check(cudaEventRecord(stop, stream), "record");
+    check(cudaEventSynchronize(stop), "sync");
+    float t = 0;
+    check(cudaEventElapsedTime(&t, start, stop), "elapsed");
+    ms.push_back(t);
+    state.SetIterationTime(t * 1e-3);
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  std::sort(ms.begin(), ms.end());
+  const size_t n = ms.size();
+  const double median = n % 2 ? ms[n / 2] : 0.5 * (ms[n / 2 - 1] + ms[n / 2]);
+  const Shape shape = layer.shape();
+  const double flops = shape.forward_flops_per_rank() * (backward ? 3.0 : 1.0);
+  state.counters["median_ms"] = median;
+  state.counters["tflops"] = flops / (median * 1e-3) / 1e12;
+  state.counters["min_ms"] = ms.front();
+  state.counters["max_ms"] = ms.back();
+  state.SetLabel(shape.to_string());
+}
+
+void add_context() {
+  cudaDeviceProp prop{};
+  check(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties");
+  int driver = 0, runtime = 0;
+  cudaDriverGetVersion(&driver);
+  cudaRuntimeGetVersion(&runtime);
+  benchmark::AddCustomContext("gpu", prop.name);
+  benchmark::AddCustomContext("sm_count", std::to_string(prop.multiProcessorCount));
+  benchmark::AddCustomContext("cuda_driver", std::to_string(driver));
+  benchmark::AddCustomContext("cuda_runtime", std::to_string(runtime));
+  benchmark::AddCustomContext("nccl", nccl_version_string());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&](const char* flag) -> const char* {
+      const size_t n = std::strlen(flag);
+      return a.compare(0, n, flag) == 0 ? argv[i] + n : nullptr;
+    };
+    if (const char* v = value("--shapes=")) o.shapes = split(v);
+    else if (const char* v = value("--routings=")) o.routings = split(v);
+    else if (const char* v = value("--gemm=")) o.gemms = split(v);
+    else if (const char* v = value("--timed=")) o.timed = std::max(1, std::atoi(v));
+    else if (const char* v = value("--seed=")) o.seed = std::strtoull(v, nullptr, 10);
+    else {
+      std::fprintf(stderr, "detmoe_perf_layer: unknown flag %s\n", argv[i]);
+      return 2;
+    }
+  }
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
+    std::fprintf(stderr, "detmoe_perf_layer: no CUDA device; nothing to measure\n");
+    return 3;
+  }
+  add_context();
+  for (const std::string& shape : o.shapes) {
+    if (!find_named_shape(shape).ok()) die("unknown shape " + shape);
+    for (const std::string& routing : o.routings)
+      for (const std::string& gemm : o.gemms)
+        for (bool backward : {false, true}) {
+          const std::string name = "reference/" + shape + "/" + routing + "/" + (backward ? "fwd+bwd" : "fwd") +
+                                   (gemm == "per-expert" ? "" : "/" + gemm);
+          benchmark::RegisterBenchmark(name.c_str(), bench_reference, shape, routing, gemm, backward, o.seed)
+              ->UseManualTime()
+              ->Unit(benchmark::kMillisecond)
+              ->Iterations(o.timed);
+        }
+  }
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  current().session.reset();
+  if (current().flush != nullptr) cudaFree(current().flush);
+  return 0;
+}

@@ -1,0 +1,139 @@
+#!/usr/bin/env python3
+"""The PyTorch MoE pipeline baseline: torch._grouped_mm, timed like detmoe_perf_layer.
+
+Pipeline (DESIGN.md §7): routing metadata (stable argsort by expert, bincount, cumsum) → gather
+x rows into expert order → grouped GEMM [W_gate; W_up] → SwiGLU → grouped GEMM W_down →
+un-permute to [T, k, H] → fixed-order weighted sum over the k slots (one bmm per token:
+[1, k]·[k, H], fp32 accumulation). Forward, and forward+backward through autograd (the gather's
+backward is PyTorch's index_add, which is not bitwise deterministic: this is a speed baseline).
+
+Each (shape, routing, pass) times --timed single steps with CUDA events after warm-up, with a
+2×L2 write before every step (outside the timed region), and reports the median. Routing:
+"balanced" = k distinct experts uniformly at random per token; "zipf1" = k distinct experts
+drawn with weight 1/(i+1). Writes JSON:
+  {"schema": "detmoe.torch_pipeline/1", "torch": ..., "gpu": ..., "results": [
+     {"shape", "routing", "pass", "median_ms", "min_ms", "max_ms", "tflops", "timed"}]}
+"""
+import argparse
+import json
+import statistics
+import sys
+
+import torch
+import torch.nn.functional as F
+
+SHAPES = {  # T, H, F, E, k (per GPU, DESIGN.md §7)
+    "qwen3-30b-a3b": (16384, 2048, 768, 128, 8),
+    "deepseek-v3": (8192, 7168, 2048, 32, 8),
+    "mixtral-8x7b": (8192, 4096, 14336, 8, 2),
+    "gpt-oss-120b": (16384, 2880, 2880, 128, 4),
+}
+
+
+def make_routing(T, E, k, routing, gen):
+    dev = "cuda"
+    if routing == "balanced":
+        scores = torch.rand(T, E, device=dev, generator=gen)
+        idx = scores.topk(k, dim=1).indices
+    elif routing == "zipf1":
+        weights = 1.0 / torch.arange(1, E + 1, device=dev, dtype=torch.float32)
+        idx = torch.multinomial(weights.expand(T, E), k, replacement=False, generator=gen)
+    else:
+        raise SystemExit(f"unknown routing {routing}")
+    logits = torch.randn(T, k, device=dev, generator=gen)
+    return idx.to(torch.int64), torch.softmax(logits, dim=1)
+
+
+def moe_forward(x, topk_idx, topk_w, w13, w2, E):
+    T, k = topk_idx.shape
+    Fdim = w2.shape[2]
+    flat = topk_idx.reshape(-1)
+    order = torch.argsort(flat, stable=True)  # rows by expert, then token
+    offs = torch.cumsum(torch.bincount(flat, minlength=E), 0).to(torch.int32)
+    xs = x[order // k]
+    h = torch._grouped_mm(xs, w13.transpose(-2, -1), offs=offs)
+    g, u = h[:, :Fdim], h[:, Fdim:]
+    a = F.silu(g) * u
+    y = torch._grouped_mm(a, w2.transpose(-2, -1), offs=offs)
+    y_slots = torch.empty_like(y).index_copy(0, order, y).view(T, k, -1)
+    return torch.bmm(topk_w.to(y.dtype).unsqueeze(1), y_slots).squeeze(1)
+
+
+def time_steps(step, timed, flush):
+    for _ in range(3):
+        step()
+    torch.cuda.synchronize()
+    times = []
+    for i in range(timed):
+        flush.fill_(i & 0xFF)
+        start = torch.cuda.Event(enable_timing=True)
+        stop = torch.cuda.Event(enable_timing=True)
+        start.record()
+        step()
+        stop.record()
+        stop.synchronize()
+        times.append(start.elapsed_time(stop))
+    return statistics.median(times), min(times), max(times)
+
+
+def run_case(name, routing, timed, seed, flush):
+    T, H, Fdim, E, k = SHAPES[name]
+    dev, bf16 = "cuda", torch.bfloat16
+    gen = torch.Generator(device=dev).manual_seed(seed)
+    # Scaled like detmoe's data: weights ~ 1/sqrt(fan_in), so activations stay O(1).
+    x = torch.randn(T, H, device=dev, dtype=bf16, generator=gen)
+    w13 = (torch.randn(E, 2 * Fdim, H, device=dev, dtype=bf16, generator=gen) * H ** -0.5).requires_grad_()
+    w2 = (torch.randn(E, H, Fdim, device=dev, dtype=bf16, generator=gen) * Fdim ** -0.5).requires_grad_()
+    dout = torch.randn(T, H, device=dev, dtype=bf16, generator=gen)
+    topk_idx, topk_w = make_routing(T, E, k, routing, gen)
+    x.requires_grad_()
+    topk_w.requires_grad_()
+    fwd_flops = 6.0 * T * k * H * Fdim
+    results = []
+
+    def fwd():
+        with torch.no_grad():
+            moe_forward(x, topk_idx, topk_w, w13, w2, E)
+
+    def fwd_bwd():
+        for t in (x, w13, w2, topk_w):
+            t.grad = None
+        out = moe_forward(x, topk_idx, topk_w, w13, w2, E)
+        out.backward(dout)
+
+    for pass_name, step, flops in (("fwd", fwd, fwd_flops), ("fwd+bwd", fwd_bwd, 3 * fwd_flops)):
+        med, lo, hi = time_steps(step, timed, flush)
+        results.append({"shape": name, "routing": routing, "pass": pass_name, "median_ms": med, "min_ms": lo,
+                        "max_ms": hi, "tflops": flops / (med * 1e-3) / 1e12, "timed": timed})
+        print(f"torch {name:<14} {routing:<9} {pass_name:<8} {med:9.3f} ms  {results[-1]['tflops']:7.1f} TFLOP/s",
+              flush=True)
+    del x, w13, w2, dout
+    torch.cuda.empty_cache()
+    return results
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--shapes", default=",".join(SHAPES))
+    ap.add_argument("--routings", default="balanced,zipf1")
+    ap.add_argument("--timed", type=int, default=20)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--json", required=True)
+    args = ap.parse_args()
+    if not torch.cuda.is_available():
+        print("torch_moe_pipeline: no CUDA device", file=sys.stderr)
+        return 3
+    props = torch.cuda.get_device_properties(0)
+    flush = torch.empty(2 * max(props.L2_cache_size, 32 << 20), dtype=torch.uint8, device="cuda")
+    results = []
+    for name in args.shapes.split(","):
+        for routing in args.routings.split(","):
+            results.extend(run_case(name, routing, args.timed, args.seed, flush))
+    with open(args.json, "w") as f:
+        json.dump({"schema": "detmoe.torch_pipeline/1", "torch": torch.__version__, "gpu": props.name,
+                   "results": results}, f, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,31 @@
+#include "detmoe/reference_session.h"
+
+namespace detmoe {
+
+StatusOr<std::unique_ptr<ReferenceSession>> ReferenceSession::create(const Shape& shape, const Routing& routing,
+                                                                     uint64_t seed, std::shared_ptr<RowExchange> exchange,
+                                                                     const LayerConfig& config,
+                                                                     const ReferenceOptions& options, bool write_y) {
+  if (!exchange) return invalid_argument("exchange is null");
+  DeviceProblemOptions po;
+  po.grad_precision = config.grad_precision;
+  po.write_y = write_y;
+  auto problem = DeviceProblem::create(shape, routing, seed, *exchange, po);
+  if (!problem.ok()) return problem.status();
+  auto layer = ReferenceLayer::create(shape, config, std::move(exchange), options);
+  if (!layer.ok()) return layer.status();
+  auto session = std::make_unique<ReferenceSession>();
+  session->problem_ = std::move(*problem);
+  session->layer_ = std::move(*layer);
+  return session;
+}
+
+StatusOr<std::vector<NamedTensor>> ReferenceSession::run(bool backward) {
+  DETMOE_RETURN_IF_ERROR(problem_->poison_outputs());
+  DETMOE_RETURN_IF_ERROR(layer_->forward(problem_->inputs(), problem_->outputs()));
+  if (backward) DETMOE_RETURN_IF_ERROR(layer_->backward(problem_->inputs(), problem_->grad_inputs(), problem_->grad_outputs()));
+  DETMOE_RETURN_IF_ERROR(layer_->synchronize());
+  return problem_->download(backward);
+}
+
+}  // namespace detmoe

@@ -1,0 +1,69 @@
+// Helpers of the GPU reference tests and fuzzers: the oracle's outputs for a seeded problem,
+// routing from a spec string, loopback exchanges, and compact assertions on output lists.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "detmoe/compare.h"
+#include "detmoe/data.h"
+#include "detmoe/oracle.h"
+#include "detmoe/routing.h"
+#include "detmoe/row_exchange.h"
+#include "detmoe/shapes.h"
+
+namespace detmoe::testing {
+
+inline Routing make_routing(const Shape& shape, const std::string& spec, uint64_t seed) {
+  return generate_routing(shape, parse_routing(spec).value(), seed).value();
+}
+
+inline std::vector<NamedTensor> oracle_tensors(const Shape& shape, const Routing& routing, uint64_t seed,
+                                               GradPrecision grad, bool backward) {
+  OracleInputs in = make_oracle_inputs(generate_layer_data(shape, seed), routing);
+  if (!backward) in.dout.clear();
+  OracleOptions opt;
+  opt.grad_precision = grad;
+  return oracle_output_tensors(run_oracle(in, opt).value(), shape, opt);
+}
+
+inline std::shared_ptr<RowExchange> loopback(int ranks) {
+  return std::shared_ptr<RowExchange>(make_loopback_exchange(ranks).value());
+}
+
+inline Shape shape_with(Shape s, int64_t P) {
+  s.T = s.T * s.P / P;
+  s.P = P;
+  return s;
+}
+
+// Every tensor named in `names` (all when empty) within tolerance of the oracle.
+inline ::testing::AssertionResult within_tolerance(const std::vector<NamedTensor>& got,
+                                                   const std::vector<NamedTensor>& ref) {
+  const auto results = compare_all_with_tolerance(got, ref);
+  for (const CompareResult& r : results)
+    if (!r.ok()) return ::testing::AssertionFailure() << "\n" << format_tolerance_table(results);
+  return ::testing::AssertionSuccess();
+}
+
+inline ::testing::AssertionResult bitwise_equal(const std::vector<NamedTensor>& a, const std::vector<NamedTensor>& b,
+                                                const std::vector<std::string>& skip = {}) {
+  const auto results = compare_all_bitwise(a, b, skip);
+  for (const BitwiseResult& r : results)
+    if (!r.equal) return ::testing::AssertionFailure() << "\n" << format_bitwise_table(results);
+  if (results.empty()) return ::testing::AssertionFailure() << "nothing compared";
+  return ::testing::AssertionSuccess();
+}
+
+inline ::testing::AssertionResult all_written(const std::vector<NamedTensor>& got) {
+  for (const NamedTensor& t : got)
+    if (const int64_t n = count_nan(t); n > 0)
+      return ::testing::AssertionFailure() << t.name << " has " << n << " of " << t.numel()
+                                           << " elements unwritten (still NaN from the poison) or NaN";
+  return ::testing::AssertionSuccess();
+}
+
+}  // namespace detmoe::testing

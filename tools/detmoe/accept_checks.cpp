@@ -1,0 +1,160 @@
+#include "accept_checks.h"
+
+#include <cuda_runtime_api.h>
+#include <fmt/format.h>
+
+#include <chrono>
+
+#include "detmoe/compare.h"
+#include "detmoe/data.h"
+#include "detmoe/oracle.h"
+#include "detmoe/reference_session.h"
+
+namespace detmoe::cli {
+namespace {
+
+using report::CheckResult;
+using report::CheckTarget;
+using report::Verdict;
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+CheckResult check_oracle_rerun() {
+  const auto t0 = std::chrono::steady_clock::now();
+  const Shape shape = find_named_shape("tiny").value();
+  const LayerData data = generate_layer_data(shape, 7);
+  const Routing routing = generate_routing(shape, RoutingSpec{}, 7).value();
+  const OracleInputs in = make_oracle_inputs(data, routing);
+  OracleOptions opt;
+  auto hashes = [&] {
+    std::vector<std::string> h;
+    for (const auto& t : oracle_output_tensors(run_oracle(in, opt).value(), shape, opt)) h.push_back(t.hash().hex());
+    return h;
+  };
+  const auto a = hashes(), b = hashes();
+  CheckResult c{"oracle-rerun", CheckTarget::cpu(), Verdict::kPass, fmt::format("{} outputs, identical bits on rerun", a.size()), {}, 0};
+  if (a != b) {
+    c.verdict = Verdict::kFail;
+    c.detail = "oracle outputs differ between two runs";
+  }
+  c.duration_s = seconds_since(t0);
+  return c;
+}
+
+GpuRun run_reference_twice(int gpu, const Shape& shape, const std::string& routing_text, uint64_t seed, bool backward) {
+  GpuRun r;
+  const auto t0 = std::chrono::steady_clock::now();
+  if (cudaSetDevice(gpu) != cudaSuccess) {
+    r.error = fmt::format("cudaSetDevice({}) failed", gpu);
+    return r;
+  }
+  auto spec = parse_routing(routing_text);
+  auto routing = spec.ok() ? generate_routing(shape, *spec, seed) : StatusOr<Routing>(spec.status());
+  if (!routing.ok()) {
+    r.error = routing.status().to_string();
+    return r;
+  }
+  auto ex = make_loopback_exchange(static_cast<int>(shape.P), gpu);
+  if (!ex.ok()) {
+    r.error = ex.status().to_string();
+    return r;
+  }
+  auto session = ReferenceSession::create(shape, *routing, seed, std::shared_ptr<RowExchange>(std::move(*ex)));
+  if (!session.ok()) {
+    r.error = session.status().to_string();
+    return r;
+  }
+  auto first = (*session)->run(backward);
+  auto second = first.ok() ? (*session)->run(backward) : first;
+  if (!first.ok() || !second.ok()) {
+    r.error = (!first.ok() ? first.status() : second.status()).to_string();
+    return r;
+  }
+  r.first = std::move(*first);
+  r.second = std::move(*second);
+  r.seconds = seconds_since(t0);
+  return r;
+}
+
+CheckResult check_layer(const std::string& name, int gpu, const Shape& shape, const std::string& routing_text,
+                        uint64_t seed, bool against_oracle, std::vector<std::string>* hashes_out) {
+  const auto t0 = std::chrono::steady_clock::now();
+  CheckResult c{name, CheckTarget::gpu(gpu), Verdict::kPass, "", {}, 0};
+  const GpuRun run = run_reference_twice(gpu, shape, routing_text, seed, true);
+  if (!run.error.empty()) {
+    c.verdict = Verdict::kFail;
+    c.severity = report::Severity::kTriage;
+    c.detail = "could not run: " + run.error;
+    c.duration_s = seconds_since(t0);
+    return c;
+  }
+  std::vector<std::string> problems;
+  int64_t nan = 0;
+  for (const NamedTensor& t : run.first) nan += count_nan(t);
+  if (nan) problems.push_back(fmt::format("{} output elements unwritten or NaN", nan));
+  for (const BitwiseResult& b : compare_all_bitwise(run.first, run.second))
+    if (!b.equal)
+      problems.push_back(fmt::format("rerun changed {} bits: {} of {} differ, first {} ({} then {})", b.name, b.differing, b.count,
+                                     b.first_diff_index, b.first_a, b.first_b));
+  double worst = 0;
+  if (against_oracle) {
+    const auto spec = parse_routing(routing_text).value();
+    const Routing routing = generate_routing(shape, spec, seed).value();
+    OracleOptions opt;
+    const auto oracle = run_oracle(make_oracle_inputs(generate_layer_data(shape, seed), routing), opt).value();
+    for (const CompareResult& r : compare_all_with_tolerance(run.first, oracle_output_tensors(oracle, shape, opt))) {
+      worst = std::max(worst, r.max_err_ratio);
+      if (!r.ok())
+        problems.push_back(fmt::format("{}: {} of {} outside tolerance, first {} got {} want {}{}", r.name, r.violations, r.count,
+                                       r.first_bad_index, r.first_bad_got, r.first_bad_ref, r.problem.empty() ? "" : " " + r.problem));
+    }
+  }
+  if (hashes_out)
+    for (const NamedTensor& t : run.first) hashes_out->push_back(t.name + ":" + t.hash().hex());
+  if (problems.empty()) {
+    c.detail = fmt::format("{} routing={}: {} outputs, rerun bitwise equal{}, {:.2f} s", shape.to_string(), routing_text,
+                           run.first.size(), against_oracle ? fmt::format(", worst error {:.2f} of the oracle tolerance", worst) : "",
+                           run.seconds);
+  } else {
+    c.verdict = Verdict::kFail;
+    c.severity = report::Severity::kIsolate;
+    for (const auto& p : problems) c.detail += (c.detail.empty() ? "" : "; ") + p;
+  }
+  c.duration_s = seconds_since(t0);
+  return c;
+}
+
+CheckResult check_cross_gpu(const std::vector<int>& gpus, const std::vector<std::string>& names,
+                            const std::vector<std::vector<std::string>>& hashes) {
+  CheckResult c{"cross-gpu-bitwise", CheckTarget::node(gpus), Verdict::kPass, "", {}, 0};
+  if (gpus.size() < 2) {
+    c.verdict = Verdict::kSkip;
+    c.detail = "one GPU: nothing to compare against";
+    return c;
+  }
+  std::vector<std::string> bad;
+  for (size_t i = 1; i < gpus.size(); ++i) {
+    if (names[i] != names[0]) continue;  // another model: its bits may differ legitimately
+    if (hashes[i] != hashes[0]) bad.push_back(fmt::format("GPU {}", gpus[i]));
+  }
+  if (bad.empty()) {
+    c.detail = fmt::format("{} GPUs give identical bits for the tiny layer", gpus.size());
+  } else {
+    c.verdict = Verdict::kFail;
+    c.severity = report::Severity::kIsolate;
+    c.detail = fmt::format("bits differ from GPU {}'s on: {}", gpus[0], fmt::join(bad, ", "));
+  }
+  return c;
+}
+
+Shape scaled_shape(const Shape& s, int64_t T) {
+  Shape r = s;
+  r.T = T;
+  return r;
+}
+
+}  // namespace detmoe::cli
