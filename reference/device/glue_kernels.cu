@@ -5,6 +5,7 @@
 #include "detmoe/contract_math.h"
 #include "detmoe/cuda_status.h"
 #include "detmoe/numeric.h"
+#include "detmoe/test_plant.h"
 
 namespace detmoe::ref {
 namespace {
@@ -81,13 +82,15 @@ __global__ void dswiglu_kernel(const uint16_t* h, const float* da, int64_t rows,
 // One block per token; each thread owns whole vectors, so every element's slot-order sum is
 // one thread's sequential loop.
 __global__ void combine_kernel(const uint16_t* y_send, const int32_t* send_pos, const float* topk_w,
-                               const uint16_t* shared, int64_t k, int64_t H, uint16_t* out, uint16_t* y_slots) {
+                               const uint16_t* shared, int64_t k, int64_t H, uint16_t* out, uint16_t* y_slots,
+                               bool reverse_slots) {
   const int64_t t = blockIdx.x;
   for (int64_t c = threadIdx.x * kVec; c < H; c += blockDim.x * kVec) {
     Vec8 acc;
 #pragma unroll
     for (int v = 0; v < kVec; ++v) acc.v[v] = 0.0f;
-    for (int64_t j = 0; j < k; ++j) {
+    for (int64_t i = 0; i < k; ++i) {
+      const int64_t j = reverse_slots ? k - 1 - i : i;  // reversed only by the harness's test plant
       const uint16_t* row = y_send + static_cast<int64_t>(send_pos[t * k + j]) * H + c;
       const float w = topk_w[t * k + j];
       const Vec8 y = load_bf16x8(row);
@@ -198,8 +201,10 @@ Status launch_dswiglu(const uint16_t* h, const float* da, int64_t rows, int64_t 
 Status launch_combine(const uint16_t* y_send, const int32_t* send_pos, const float* topk_w, const uint16_t* shared,
                       int64_t T, int64_t k, int64_t H, uint16_t* out, uint16_t* y_slots, cudaStream_t stream) {
   if (T == 0) return Status::Ok();
+  // DETMOE_TEST_PLANT=combine-reversed: a planted change of summation order for the gate's tests.
+  const bool reverse_slots = test_plant_enabled("combine-reversed");
   combine_kernel<<<static_cast<unsigned>(T), kTokenThreads, 0, stream>>>(y_send, send_pos, topk_w, shared, k, H, out,
-                                                                          y_slots);
+                                                                          y_slots, reverse_slots);
   DETMOE_LAUNCH_RETURN("combine_kernel");
   return Status::Ok();
 }

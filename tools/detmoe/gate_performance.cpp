@@ -95,6 +95,8 @@ std::vector<report::CheckResult> run_performance_checks(const nlohmann::json& sp
     const int repeats = suite.value("repeats", 3);
     const double max_slowdown = suite.value("max_slowdown", 0.05);
     const double min_time = suite.value("min_time", 0.2);
+    std::string extra;
+    for (const auto& arg : suite.value("args", std::vector<std::string>{})) extra += " " + shell_quote(arg);
     std::ifstream f(stored_path);
     if (!f) {
       checks.push_back({"performance/" + binary, report::CheckTarget::cpu(), report::Verdict::kFail,
@@ -105,9 +107,9 @@ std::vector<report::CheckResult> run_performance_checks(const nlohmann::json& sp
     std::map<std::string, std::vector<double>> fresh;
     for (int r = 0; r < repeats; ++r) {
       std::string out;
-      const std::string cmd = fmt::format("{} --benchmark_filter={} --benchmark_format=json --benchmark_min_time={} "
+      const std::string cmd = fmt::format("{}{} --benchmark_filter={} --benchmark_format=json --benchmark_min_time={} "
                                           "--benchmark_repetitions=5 --benchmark_report_aggregates_only=true 2>/dev/null",
-                                          shell_quote(binary), shell_quote(filter), min_time);
+                                          shell_quote(binary), extra, shell_quote(filter), min_time);
       if (!capture(cmd, out)) {
         checks.push_back({"performance/" + binary, report::CheckTarget::cpu(), report::Verdict::kFail,
                           fmt::format("could not run {} (repeat {})", binary, r + 1), {}, 0});

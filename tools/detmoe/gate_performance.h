@@ -14,8 +14,8 @@ namespace detmoe::cli {
 
 // spec: {"suites": [{"binary": "perf/detmoe_perf_layer" (relative to the build folder, i.e. the
 // folder of the detmoe executable), "filter": "regex", "stored": "results.json" (a Google
-// Benchmark JSON of the good commit, relative to the baseline file), "max_slowdown": 0.05,
-// "repeats": 3, "min_time": 0.2}]}
+// Benchmark JSON of the good commit, relative to the baseline file), "args": [extra flags],
+// "max_slowdown": 0.05, "repeats": 3, "min_time": 0.2}]}
 std::vector<report::CheckResult> run_performance_checks(const nlohmann::json& spec, const std::string& base_dir);
 
 // Pure part, tested on the CPU: median real_time per benchmark name of a Google Benchmark JSON
