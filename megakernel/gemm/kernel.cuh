@@ -48,6 +48,41 @@ DETMOE_DEVICE void run_producer(const CUtensorMap* map_a, const CUtensorMap* map
   }
 }
 
+// The consumer mainloop of one tile: k_blocks stages of m64n256k16 wgmmas into `acc`, each
+// stage released as soon as the wgmma reading it has finished. Shared verbatim by the GEMM
+// kernel and the fused layer kernel (megakernel/layer/), so both run the same instruction
+// sequence and a tile's bits depend only on its operands. k_blocks = 0 leaves acc untouched.
+template <class Operands, class Cfg>
+DETMOE_DEVICE void consume_k_blocks(int wg, int32_t k_blocks, const SmemLayout<Cfg>& smem, const Pipeline<Cfg>& pipe,
+                                    PipelineState<Cfg::kStages>& st, float (&acc)[Cfg::kAccumulators]) {
+  if (k_blocks > 0) {
+    int32_t previous_stage = 0;
+    for (int32_t kb = 0; kb < k_blocks; ++kb) {
+      pipe.consumer_wait(st);
+      const uint64_t desc_a = Operands::a_desc(smem.a_stage(st.stage), wg);
+      const uint64_t desc_b = Operands::b_desc(smem.b_stage(st.stage));
+      ptx::fence_accumulators(acc);
+      ptx::wgmma_fence();
+#pragma unroll
+      for (int kk = 0; kk < Cfg::kBlockK / 16; ++kk) {
+        ptx::wgmma_m64n256k16_bf16<Operands::kTransA, Operands::kTransB>(
+            acc, ptx::desc_advance(desc_a, kk * Operands::kKStepA), ptx::desc_advance(desc_b, kk * Operands::kKStepB),
+            (kb > 0 || kk > 0) ? 1u : 0u);
+      }
+      ptx::wgmma_commit_group();
+      ptx::fence_accumulators(acc);
+      // Keep this k-block's wgmmas in flight; the previous one is done, release its stage.
+      ptx::wgmma_wait_group<1>();
+      if (kb > 0) pipe.consumer_release(previous_stage);
+      previous_stage = st.stage;
+      st.advance();
+    }
+    ptx::wgmma_wait_group<0>();
+    ptx::fence_accumulators(acc);
+    pipe.consumer_release(previous_stage);
+  }
+}
+
 template <Layout kLayout, class Epi, class Cfg>
 DETMOE_DEVICE void run_consumer(int wg, const CUtensorMap* map_c, const CUtensorMap* map_h, const KernelParams& p,
                                 const SmemLayout<Cfg>& smem, const Pipeline<Cfg>& pipe) {
@@ -64,32 +99,7 @@ DETMOE_DEVICE void run_consumer(int wg, const CUtensorMap* map_c, const CUtensor
   float acc[Cfg::kAccumulators];
   Tile tile;
   while (scheduler.next(tile)) {
-    if (tile.k_blocks > 0) {
-      int32_t previous_stage = 0;
-      for (int32_t kb = 0; kb < tile.k_blocks; ++kb) {
-        pipe.consumer_wait(st);
-        const uint64_t desc_a = Operands::a_desc(smem.a_stage(st.stage), wg);
-        const uint64_t desc_b = Operands::b_desc(smem.b_stage(st.stage));
-        ptx::fence_accumulators(acc);
-        ptx::wgmma_fence();
-#pragma unroll
-        for (int kk = 0; kk < Cfg::kBlockK / 16; ++kk) {
-          ptx::wgmma_m64n256k16_bf16<Operands::kTransA, Operands::kTransB>(
-              acc, ptx::desc_advance(desc_a, kk * Operands::kKStepA), ptx::desc_advance(desc_b, kk * Operands::kKStepB),
-              (kb > 0 || kk > 0) ? 1u : 0u);
-        }
-        ptx::wgmma_commit_group();
-        ptx::fence_accumulators(acc);
-        // Keep this k-block's wgmmas in flight; the previous one is done, release its stage.
-        ptx::wgmma_wait_group<1>();
-        if (kb > 0) pipe.consumer_release(previous_stage);
-        previous_stage = st.stage;
-        st.advance();
-      }
-      ptx::wgmma_wait_group<0>();
-      ptx::fence_accumulators(acc);
-      pipe.consumer_release(previous_stage);
-    }
+    consume_k_blocks<Operands, Cfg>(wg, tile.k_blocks, smem, pipe, st, acc);
     EpilogueTile et;
     if constexpr (kLayout == Layout::kWeightGrad) {
       et.row = tile.group * p.m + tile.m0 + wg * Cfg::kWarpgroupRows;

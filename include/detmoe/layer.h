@@ -1,0 +1,101 @@
+// detmoe::Layer: the MoE layer run by the fused megakernel (sm_90a), one persistent cooperative
+// launch per forward: routing plan, dispatch, GEMM1 + SwiGLU, GEMM2, combine, weighted sum
+// (+ shared expert). docs/MEGAKERNEL.md describes the task graph; DESIGN.md §2–3 the contract.
+//
+// Ranks: this process drives every rank of the expert-parallel group on one GPU (loopback: P
+// virtual ranks are slices of the one cooperative grid, peers reached as base + rank·stride).
+// The NCCL symmetric-memory backend (one GPU per rank) is the next step and runs the same
+// device code with P = 1 slice per GPU; see docs/MEGAKERNEL.md "Multi-GPU".
+//
+// Asynchrony: forward() validates on the host, enqueues ONE kernel on `stream` and returns; it
+// never synchronises, so it can be captured in a CUDA graph and replayed. Faults the device
+// discovers (an invalid expert id, a receive capacity below what the routing needs, a spin-wait
+// timeout) are recorded on the device and reported by the next synchronize(): the first such
+// fault since the previous synchronize() is returned as its Status (kInvalidArgument,
+// kCapacityExceeded, kDeviceTimeout, naming the task, rank, counter and values).
+//
+// Bits (DESIGN.md §3): identical for any LayerConfig::num_sms / comm_sms / overlap_rows (D1)
+// and any P (D2). Every output tile has one owner that reduces its full K range in one order.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <memory>
+#include <span>
+
+#include "detmoe/config.h"
+#include "detmoe/device_tensors.h"
+#include "detmoe/plan.h"
+#include "detmoe/problem.h"
+#include "detmoe/status.h"
+
+namespace detmoe {
+
+// Loopback virtual ranks one launch can hold (each rank's weight maps are kernel parameters).
+inline constexpr int kMegakernelMaxLoopbackRanks = 8;
+
+// Test hooks. Never set in production; they change no bits when left at their defaults.
+struct LayerTestHooks {
+  // A task id as in DeviceErrorRecord (docs/MEGAKERNEL.md "Task ids"): that task's dependency
+  // wait is given an unreachable target, so the launch must end with kDeviceTimeout naming it.
+  // -1 = none.
+  int64_t force_timeout_task = -1;
+};
+
+struct LayerOptions {
+  int device = 0;  // the CUDA device every loopback rank lives on
+  LayerTestHooks hooks;
+};
+
+// Forward arguments: one entry per rank (P entries in loopback), as for the reference layer.
+struct LayerForwardArgs {
+  std::span<const DeviceLayerInputs> inputs;
+  std::span<const DeviceLayerOutputs> outputs;
+};
+
+// Backward arguments, decided now so the saved context is planned for; backward() itself is not
+// implemented yet (kNotImplemented). The layer keeps from the last forward: the plan, the
+// dispatched x rows (the dW_gate_up operand), h = [g | u] when LayerConfig::save_h (else it is
+// recomputed from x with the same bits), a (the dW_down operand) and y (for d_topk_w).
+struct LayerBackwardArgs {
+  std::span<const DeviceLayerInputs> inputs;    // the forward's inputs, unchanged
+  std::span<const DeviceGradInputs> grads;      // dout per rank
+  std::span<const DeviceGradOutputs> outputs;   // d_x, d_topk_w, weight gradients per rank
+};
+
+class Layer {
+ public:
+  // Validates shape and config, allocates the workspace for the worst case (or
+  // LayerConfig::recv_capacity_rows), checks the device is sm_90 and the grid fits.
+  static StatusOr<std::unique_ptr<Layer>> create(const Shape& shape, const LayerConfig& config,
+                                                 const LayerOptions& options = {});
+  ~Layer();
+  Layer(const Layer&) = delete;
+  Layer& operator=(const Layer&) = delete;
+
+  const Shape& shape() const;
+  const LayerConfig& config() const;
+  int grid_ctas() const;  // CTAs of the persistent grid (LayerConfig::num_sms or the SM count)
+
+  // One launch; asynchronous on `stream`. Host-side argument errors are returned here; device
+  // faults by the next synchronize().
+  Status forward(const LayerForwardArgs& args, cudaStream_t stream);
+  Status backward(const LayerBackwardArgs& args, cudaStream_t stream);  // kNotImplemented for now
+
+  // Waits for `stream`, then reports (and clears) the first device fault since the last call.
+  Status synchronize(cudaStream_t stream);
+
+  // The plan of the last forward, downloaded (for tests: it must equal build_routing_plan).
+  // Filled: rows, expert_count, expert_offset, rank_row_begin, row_token, row_slot, slot_row;
+  // the send/receive pair tables are not kept by the megakernel and stay empty.
+  StatusOr<RoutingPlan> downloaded_plan() const;
+
+  struct Impl;
+
+ private:
+  explicit Layer(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace detmoe

@@ -1,0 +1,147 @@
+#include "megakernel/host/layer_sizes.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+
+namespace detmoe::mk {
+namespace {
+
+int64_t div_up(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t round256(int64_t bytes) { return div_up(bytes, 256) * 256; }
+
+}  // namespace
+
+Status check_megakernel_limits(const Shape& shape, const LayerConfig& config, int64_t grid_ctas) {
+  DETMOE_RETURN_IF_ERROR(validate(config, shape));
+  if (shape.P > kMaxRanks)
+    return {ErrorCode::kNotImplemented,
+            fmt::format("P = {}: the megakernel's loopback holds at most {} ranks in one launch", shape.P, kMaxRanks)};
+  if (shape.E > 1024)
+    return {ErrorCode::kNotImplemented, fmt::format("E = {}: the megakernel's plan handles at most 1024 experts", shape.E)};
+  if (grid_ctas < shape.P)
+    return invalid_argument(
+        fmt::format("num_sms = {} gives fewer CTAs than the P = {} ranks (each rank needs a slice)", grid_ctas, shape.P));
+  const int64_t cap = config.recv_capacity_rows > 0 ? config.recv_capacity_rows : worst_case_recv_rows(shape);
+  const int64_t limit = std::numeric_limits<int32_t>::max() - 1024;
+  if (shape.P * cap > limit)
+    return {ErrorCode::kNotImplemented,
+            fmt::format("P·capacity = {}·{} receive rows exceed the megakernel's int32 row range", shape.P, cap)};
+  if (shape.rows_global() > limit)
+    return {ErrorCode::kNotImplemented, fmt::format("P·T·k = {} rows exceed the megakernel's int32 row range",
+                                                    shape.rows_global())};
+  if (shape.P * shape.T * shape.k > limit / std::max<int64_t>(1, shape.H / 64))
+    return {ErrorCode::kNotImplemented, "the y slots buffer exceeds the megakernel's index range"};
+  return Status::Ok();
+}
+
+StatusOr<LayerSizes> layer_sizes(const Shape& shape, const LayerConfig& config) {
+  DETMOE_RETURN_IF_ERROR(validate(config, shape));
+  LayerSizes z;
+  const int64_t P = shape.P, T = shape.T, H = shape.H, F = shape.F, Fs = shape.Fs;
+  z.capacity = config.recv_capacity_rows > 0 ? config.recv_capacity_rows : worst_case_recv_rows(shape);
+  z.chunks_per_rank = div_up(T, kPlanChunkTokens);
+  z.sum_chunks = div_up(T, kSumChunkTokens);
+  z.token_mblocks = div_up(T, kRowsPerMBlock);
+  z.mblock_capacity = z.capacity / kRowsPerMBlock + shape.experts_per_rank() + 1;
+  z.rows = shape.rows_global();
+  CounterLayout& c = z.counters;
+  int64_t at = 0;
+  c.dispatch_ready = static_cast<int32_t>(at), at += z.mblock_capacity;
+  c.gemm1_done = static_cast<int32_t>(at), at += z.mblock_capacity;
+  c.gemm2_done = static_cast<int32_t>(at), at += z.mblock_capacity;
+  c.shared1_done = static_cast<int32_t>(at), at += z.token_mblocks;
+  c.shared2_done = static_cast<int32_t>(at), at += z.token_mblocks;
+  c.slots_ready = static_cast<int32_t>(at), at += z.sum_chunks;
+  c.per_rank = static_cast<int32_t>(at);
+  z.counter_words = P * at;
+  z.recv = P * z.capacity * H;
+  z.act = P * z.capacity * F;
+  z.h = config.save_h ? P * z.capacity * 2 * F : 0;
+  z.y_sorted = P * z.capacity * H;
+  z.slots = P * T * shape.k * H;
+  z.act_s = Fs > 0 ? P * T * Fs : 0;
+  z.s = Fs > 0 ? P * T * H : 0;
+  z.chunk_cells = P * z.chunks_per_rank * shape.E;
+  const int64_t ints = z.chunk_cells + shape.E + 2 * (shape.E + 1) + (P + 1) + 3 * z.rows;
+  z.workspace_bytes = round256(ints * 4) + round256(8 * (1 + kPlanBarriers) + 8) + round256(sizeof(DeviceErrorRecord)) +
+                      round256(z.counter_words * 8) +
+                      2 * (round256(z.recv) + round256(z.act) + round256(z.h) + round256(z.y_sorted) +
+                           round256(z.slots) + round256(z.act_s) + round256(z.s));
+  return z;
+}
+
+std::string describe_task(uint64_t id) {
+  const uint32_t rank = task_rank(id), index = task_index(id);
+  switch (task_kind(id)) {
+    case TaskKind::kPlan: {
+      static const char* kPhases[] = {"validate+count", "chunk scan", "offsets+capacity"};
+      return fmt::format("plan phase {} ({})", index, index < 3 ? kPhases[index] : "?");
+    }
+    case TaskKind::kPlaceDispatch:
+      return fmt::format("place+dispatch of token chunk {} (tokens {}..) of rank {}", index, index * kPlanChunkTokens, rank);
+    case TaskKind::kGemm1: return fmt::format("GEMM1 (+SwiGLU) tile {} of rank {}", index, rank);
+    case TaskKind::kSharedGemm1: return fmt::format("shared-expert GEMM1 tile {} of rank {}", index, rank);
+    case TaskKind::kGemm2: return fmt::format("GEMM2 tile {} of rank {}", index, rank);
+    case TaskKind::kSharedGemm2: return fmt::format("shared-expert GEMM2 tile {} of rank {}", index, rank);
+    case TaskKind::kCombine: return fmt::format("combine of m-block {} of rank {}", index, rank);
+    case TaskKind::kWeightedSum:
+      return fmt::format("weighted sum of token chunk {} (tokens {}..) of rank {}", index, index * kSumChunkTokens, rank);
+  }
+  return fmt::format("task 0x{:x}", id);
+}
+
+std::string describe_counter(CounterKind kind, uint32_t rank, int64_t index) {
+  switch (kind) {
+    case CounterKind::kGridBarrier: return fmt::format("plan grid barrier {}", index);
+    case CounterKind::kDispatchReady: return fmt::format("dispatch-ready counter of m-block {} of rank {}", index, rank);
+    case CounterKind::kGemm1Done: return fmt::format("GEMM1-done counter of m-block {} of rank {}", index, rank);
+    case CounterKind::kGemm2Done: return fmt::format("GEMM2-done counter of m-block {} of rank {}", index, rank);
+    case CounterKind::kShared1Done: return fmt::format("shared GEMM1-done counter of token m-block {} of rank {}", index, rank);
+    case CounterKind::kShared2Done: return fmt::format("shared GEMM2-done counter of token m-block {} of rank {}", index, rank);
+    case CounterKind::kSlotsReady: return fmt::format("slots-ready counter of token chunk {} of rank {}", index, rank);
+  }
+  return fmt::format("counter kind {} index {} of rank {}", static_cast<uint32_t>(kind), index, rank);
+}
+
+Status fault_status(const DeviceErrorRecord& r, const Shape& shape) {
+  const auto code = static_cast<FaultCode>(r.state & 0xffffffffull);
+  const auto epoch = static_cast<uint32_t>(r.state >> 32);
+  const int64_t token = r.counter_index;
+  const int64_t t = shape.T > 0 ? token % shape.T : token, src = shape.T > 0 ? token / shape.T : 0;
+  switch (code) {
+    case FaultCode::kNone: return Status::Ok();
+    case FaultCode::kTimeout:
+      return {ErrorCode::kDeviceTimeout,
+              fmt::format("megakernel launch (epoch {}): {} waited past the spin timeout on the {}: expected {}, saw {} "
+                          "(CTA {}, thread {})",
+                          epoch, describe_task(r.task), describe_counter(static_cast<CounterKind>(r.counter_kind), r.rank,
+                                                                         r.counter_index),
+                          r.expected, r.seen < 0 ? std::string("a stale epoch") : std::to_string(r.seen), r.block,
+                          r.thread)};
+    case FaultCode::kInvalidExpert:
+      return invalid_argument(fmt::format("topk_idx[{},{}] = {} of rank {} is out of range [0, {}) (found on the device)",
+                                          t, r.expected, r.seen, src, shape.E));
+    case FaultCode::kRepeatedExpert:
+      return invalid_argument(fmt::format(
+          "topk_idx[{},{}] = {} of rank {} repeats an earlier slot of the same token (found on the device)", t,
+          r.expected, r.seen, src));
+    case FaultCode::kNonFiniteWeight: {
+      float w;
+      const auto bits = static_cast<uint32_t>(r.seen);
+      std::memcpy(&w, &bits, sizeof w);
+      return invalid_argument(
+          fmt::format("topk_w[{},{}] = {} of rank {} is not finite (found on the device)", t, r.expected, w, src));
+    }
+    case FaultCode::kCapacityExceeded:
+      return {ErrorCode::kCapacityExceeded,
+              fmt::format("rank {} would receive {} rows but its receive buffer holds recv_capacity_rows = {} (found on "
+                          "the device, before any row was written)",
+                          r.rank, r.seen, r.expected)};
+  }
+  return {ErrorCode::kInternal, fmt::format("megakernel fault record with unknown code {}", static_cast<uint32_t>(code))};
+}
+
+}  // namespace detmoe::mk

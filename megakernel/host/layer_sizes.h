@@ -1,0 +1,45 @@
+// Host-side sizing and checks of the fused layer (no GPU needed): the workspace layout, the
+// limits of the megakernel, and the decoding of its device fault record into a Status.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "detmoe/config.h"
+#include "detmoe/problem.h"
+#include "detmoe/status.h"
+#include "megakernel/layer/device_error.h"
+#include "megakernel/layer/layer_params.h"
+
+namespace detmoe::mk {
+
+struct LayerSizes {
+  int64_t capacity = 0;         // receive rows per rank
+  int64_t chunks_per_rank = 0;  // plan chunks
+  int64_t sum_chunks = 0;
+  int64_t token_mblocks = 0;
+  int64_t mblock_capacity = 0;  // m-blocks a rank can have: capacity/128 + E/P + 1
+  CounterLayout counters{};
+  // Elements (bf16 unless noted) of each buffer, all ranks together.
+  int64_t recv = 0, act = 0, h = 0, y_sorted = 0, slots = 0, act_s = 0, s = 0;
+  int64_t counter_words = 0;  // u64
+  int64_t chunk_cells = 0;    // int32: P·chunks_per_rank·E
+  int64_t rows = 0;           // P·T·k
+  int64_t workspace_bytes = 0;  // everything above, each buffer rounded to 256 bytes
+};
+
+// Checks that the megakernel can run this problem (beyond validate(config, shape)): bf16,
+// P ≤ kMaxRanks, every row index and TMA coordinate in int32, E ≤ 1024 (plan scratch).
+// grid_ctas: the persistent grid; it must give each of the P ranks at least one CTA.
+Status check_megakernel_limits(const Shape& shape, const LayerConfig& config, int64_t grid_ctas);
+
+StatusOr<LayerSizes> layer_sizes(const Shape& shape, const LayerConfig& config);
+
+// "GEMM1 tile 7 of rank 1" etc.
+std::string describe_task(uint64_t task_id);
+std::string describe_counter(CounterKind kind, uint32_t rank, int64_t index);
+
+// The Status of a fault record (Ok when it holds none).
+Status fault_status(const DeviceErrorRecord& record, const Shape& shape);
+
+}  // namespace detmoe::mk

@@ -1,0 +1,219 @@
+// The data-movement tasks of the fused kernel, run by the 256 threads of the two consumer
+// warpgroups: place+dispatch (level 0), combine (level 3) and the weighted sum (level 4).
+//
+// Peers: rank d's slice of a symmetric buffer is base + d·stride (loopback: one allocation;
+// NCCL: the LSA pointer of peer d — docs/MEGAKERNEL.md). Dispatch and combine PUSH rows: the
+// sender reads its local rows and writes the receiver's buffer, then signals the receiver's
+// counter, so a rank only ever needs its own inputs locally.
+#pragma once
+
+#include <cstdint>
+
+#include "detmoe/contract_math.h"
+#include "detmoe/numeric.h"
+#include "megakernel/layer/layer_params.h"
+#include "megakernel/layer/plan_phases.cuh"
+#include "megakernel/layer/sync.cuh"
+#include "megakernel/layer/task_list.cuh"
+#include "megakernel/ptx/common.cuh"
+
+namespace detmoe::mk {
+
+inline constexpr int kCopyThreads = 256;
+inline constexpr int kCopyWarps = kCopyThreads / 32;
+inline constexpr uint32_t kCopyBarrier = 3;  // named barrier of the consumer threads (1, 2: slab stores)
+
+DETMOE_DEVICE void copy_barrier() { ptx::named_barrier_sync(kCopyBarrier, kCopyThreads); }
+
+// One warp copies a row of `bytes` (a multiple of 512: H is a multiple of 64). `fresh`: the
+// source was written earlier in this launch, so read it through L2 (never a stale L1 line).
+DETMOE_DEVICE void warp_copy_row(void* dst, const void* src, int32_t bytes, bool fresh) {
+  const uint4* s = static_cast<const uint4*>(src);
+  uint4* d = static_cast<uint4*>(dst);
+  for (int32_t i = static_cast<int32_t>(ptx::lane_id()); i < bytes / 16; i += 32) d[i] = fresh ? __ldcg(s + i) : __ldg(s + i);
+}
+
+// Level 0: place the rows of one chunk of source rank s's tokens (stable counting sort: the
+// chunk's base in each expert from the plan's scan plus the rank inside the chunk, found with
+// __match_any_sync 32 pairs at a time), then copy each x row into its destination rank's
+// receive buffer and signal the destination m-blocks' dispatch counters.
+// `hist`: E ints of shared memory (the staging slabs, free between GEMM epilogues).
+DETMOE_DEVICE void place_and_dispatch(const LayerParams& p, const LaunchContext& ctx, int32_t s, int32_t chunk_in_rank,
+                                      int* hist, int* flag) {
+  const int tid = static_cast<int>(threadIdx.x) - 128;
+  const int warp = tid / 32;
+  const uint32_t lane = ptx::lane_id();
+  const int32_t chunk = s * p.chunks_per_rank + chunk_in_rank;
+  const int32_t t0 = chunk_in_rank * kPlanChunkTokens;
+  const int32_t n = min(kPlanChunkTokens, p.T - t0);
+  const int32_t pairs = n * p.k;
+  const int32_t* idx = p.rank[s].topk_idx + static_cast<int64_t>(t0) * p.k;
+  const int32_t* chunk_base = p.ws.chunk_base + static_cast<int64_t>(chunk) * p.E;
+  const int64_t g0 = static_cast<int64_t>(s) * p.T + t0;
+
+  copy_barrier();  // the slabs' last TMA stores have been waited for by their issuers
+  if (tid == 0) *flag = launch_aborted(ctx) ? 0 : 1;  // one decision for all 256 threads
+  for (int e = tid; e < p.E; e += kCopyThreads) hist[e] = 0;
+  copy_barrier();
+  if (*flag == 0) return;
+  if (warp == 0) {
+    for (int32_t base = 0; base < pairs; base += 32) {
+      const int32_t i = base + static_cast<int32_t>(lane);
+      const int32_t e = i < pairs ? __ldg(idx + i) : p.E + static_cast<int32_t>(lane);
+      const uint32_t peers = __match_any_sync(0xffffffffu, e);
+      int32_t before = 0;
+      if (i < pairs) before = hist[e];
+      __syncwarp();
+      if (i < pairs) {
+        const int32_t row = __ldcg(p.ws.expert_offset + e) + __ldcg(chunk_base + e) + before +
+                            __popc(peers & lanemask_lt());
+        if ((peers & lanemask_lt()) == 0) hist[e] = before + __popc(peers);
+        const int64_t g = g0 + i / p.k;
+        p.ws.slot_row[g0 * p.k + i] = row;
+        p.ws.row_token[row] = static_cast<int32_t>(g);
+        p.ws.row_slot[row] = i % p.k;
+      }
+      __syncwarp();
+    }
+  }
+  copy_barrier();
+  const int32_t row_bytes = p.H * 2;
+  for (int32_t i = warp; i < pairs; i += kCopyWarps) {
+    const int32_t row = __ldcg(p.ws.slot_row + g0 * p.k + i);  // written by warp 0 before the barrier
+    const int32_t e = __ldg(idx + i);
+    const int32_t d = e / p.experts_per_rank;
+    const int64_t local = row - __ldcg(p.ws.rank_row_begin + d);
+    uint16_t* dst = p.ws.recv + (static_cast<int64_t>(d) * p.capacity + local) * p.H;
+    const uint16_t* src = p.rank[s].x + static_cast<int64_t>(t0 + i / p.k) * p.H;
+    warp_copy_row(dst, src, row_bytes, false);
+  }
+  __threadfence();
+  copy_barrier();
+  // One signal per (expert, m-block) the chunk's rows fall in: at most two per expert, since a
+  // chunk holds at most kPlanChunkTokens ≤ 128 rows of one expert.
+  for (int e = tid; e < p.E; e += kCopyThreads) {
+    const int32_t count = hist[e];
+    if (count == 0) continue;
+    const int32_t d = e / p.experts_per_rank;
+    const int32_t pos = __ldcg(chunk_base + e);
+    const int32_t mb_base = __ldcg(p.ws.mblock_offset + e) - __ldcg(p.ws.mblock_offset + d * p.experts_per_rank);
+    unsigned long long* ready = rank_counters(p, d) + p.counters.dispatch_ready + mb_base;
+    for (int32_t mb = pos / kRowsPerMBlock; mb <= (pos + count - 1) / kRowsPerMBlock; ++mb) {
+      const int32_t lo = max(pos, mb * kRowsPerMBlock), hi = min(pos + count, (mb + 1) * kRowsPerMBlock);
+      signal_add(ready + mb, ctx.epoch, static_cast<uint32_t>(hi - lo));
+    }
+  }
+  copy_barrier();  // hist lives in warpgroup 0's staging slab: read out before its next epilogue
+}
+
+// Level 3: the rows of rank r's m-block `row_block` (expert e, rows m0…) go back to the slots
+// [t, j] of their source ranks; then one signal per run of rows of the same (source rank,
+// sum chunk). Thread 0 waits for the m-block's GEMM2 tiles.
+DETMOE_DEVICE void combine_mblock(const LayerParams& p, const LaunchContext& ctx, const Task& task, int32_t r,
+                                  const TaskList& list, ExpertWalker& walker, int* flag) {
+  const int tid = static_cast<int>(threadIdx.x) - 128;
+  const int warp = tid / 32;
+  const int32_t mb = list.mblock_first() + task.index;
+  const int32_t e = walker.expert_of(mb);
+  const int32_t first = __ldcg(p.ws.expert_offset + e);
+  const int32_t count = __ldcg(p.ws.expert_offset + e + 1) - first;
+  const int32_t m0 = (mb - __ldcg(p.ws.mblock_offset + e)) * kRowsPerMBlock;
+  const int32_t rows = min(kRowsPerMBlock, count - m0);
+  const int32_t row0 = first + m0;  // global row
+  const int64_t local0 = row0 - __ldcg(p.ws.rank_row_begin + r);
+  copy_barrier();
+  if (tid == 0) {
+    const WaitSite site{task.id, CounterKind::kGemm2Done, static_cast<uint32_t>(r), task.index};
+    const uint32_t target = 2u * static_cast<uint32_t>(div_up(p.H, kGemm2Cols));
+    *flag = wait_counter(ctx, rank_counters(p, r) + p.counters.gemm2_done + task.index, target, site) ? 1 : 0;
+  }
+  copy_barrier();
+  if (*flag == 0) return;
+  const int32_t row_bytes = p.H * 2;
+  for (int32_t i = warp; i < rows; i += kCopyWarps) {
+    const int32_t g = __ldcg(p.ws.row_token + row0 + i);
+    const int32_t j = __ldcg(p.ws.row_slot + row0 + i);
+    const int32_t s = g / p.T, t = g % p.T;
+    const uint16_t* src = p.ws.y_sorted + (static_cast<int64_t>(r) * p.capacity + local0 + i) * p.H;
+    uint16_t* dst = p.ws.slots + (static_cast<int64_t>(s) * p.T * p.k + static_cast<int64_t>(t) * p.k + j) * p.H;
+    warp_copy_row(dst, src, row_bytes, true);
+  }
+  __threadfence();
+  copy_barrier();
+  if (tid < rows) {
+    // Rows are sorted by global token, so rows of one (source rank, sum chunk) are contiguous.
+    const int32_t g = __ldcg(p.ws.row_token + row0 + tid);
+    const int32_t s = g / p.T;
+    const int32_t key_chunk = (g % p.T) / kSumChunkTokens;
+    const bool starts = tid == 0 || [&] {
+      const int32_t gp = __ldcg(p.ws.row_token + row0 + tid - 1);
+      return gp / p.T != s || (gp % p.T) / kSumChunkTokens != key_chunk;
+    }();
+    if (starts) {
+      int32_t run = 1;
+      while (tid + run < rows) {
+        const int32_t gn = __ldcg(p.ws.row_token + row0 + tid + run);
+        if (gn / p.T != s || (gn % p.T) / kSumChunkTokens != key_chunk) break;
+        ++run;
+      }
+      signal_add(rank_counters(p, s) + p.counters.slots_ready + key_chunk, ctx.epoch, static_cast<uint32_t>(run));
+    }
+  }
+}
+
+// Level 4: out[t] = bf16(Σ_j fma(w[t,j], y[t,j]) + s[t]) for kSumChunkTokens of rank s's tokens,
+// the reference's order element by element (contract_combine_step), so it compares bitwise.
+// Also copies the y slots to the caller's y when asked.
+DETMOE_DEVICE void weighted_sum(const LayerParams& p, const LaunchContext& ctx, const Task& task, int32_t s, int* flag) {
+  const int tid = static_cast<int>(threadIdx.x) - 128;
+  const int warp = tid / 32;
+  const uint32_t lane = ptx::lane_id();
+  const int32_t t0 = task.index * kSumChunkTokens;
+  const int32_t n = min(kSumChunkTokens, p.T - t0);
+  copy_barrier();
+  if (tid == 0) {
+    const WaitSite site{task.id, CounterKind::kSlotsReady, static_cast<uint32_t>(s), task.index};
+    bool ok = wait_counter(ctx, rank_counters(p, s) + p.counters.slots_ready + task.index,
+                           static_cast<uint32_t>(n * p.k), site);
+    if (ok && p.Fs > 0) {
+      const int32_t tm = t0 / kRowsPerMBlock;
+      const WaitSite shared_site{task.id, CounterKind::kShared2Done, static_cast<uint32_t>(s), tm};
+      ok = wait_counter(ctx, rank_counters(p, s) + p.counters.shared2_done + tm,
+                        2u * static_cast<uint32_t>(div_up(p.H, kGemm2Cols)), shared_site);
+    }
+    *flag = ok ? 1 : 0;
+  }
+  copy_barrier();
+  if (*flag == 0) return;
+  const RankTensors& rt = p.rank[s];
+  const uint16_t* slots = p.ws.slots + static_cast<int64_t>(s) * p.T * p.k * p.H;
+  for (int32_t tt = warp; tt < n; tt += kCopyWarps) {
+    const int64_t t = t0 + tt;
+    for (int32_t c = static_cast<int32_t>(lane) * 8; c < p.H; c += 256) {
+      float acc[8];
+#pragma unroll
+      for (int v = 0; v < 8; ++v) acc[v] = 0.0f;
+      for (int32_t j = 0; j < p.k; ++j) {
+        const float w = __ldg(rt.topk_w + t * p.k + j);
+        const uint4 raw = __ldcg(reinterpret_cast<const uint4*>(slots + (t * p.k + j) * p.H + c));
+        if (rt.y != nullptr) *reinterpret_cast<uint4*>(rt.y + (t * p.k + j) * p.H + c) = raw;
+        const uint16_t* y = reinterpret_cast<const uint16_t*>(&raw);
+#pragma unroll
+        for (int v = 0; v < 8; ++v) acc[v] = contract_combine_step(acc[v], w, float_from_bf16_bits(y[v]));
+      }
+      if (p.Fs > 0) {
+        const uint4 raw = __ldcg(reinterpret_cast<const uint4*>(p.ws.s + (static_cast<int64_t>(s) * p.T + t) * p.H + c));
+        const uint16_t* sv = reinterpret_cast<const uint16_t*>(&raw);
+#pragma unroll
+        for (int v = 0; v < 8; ++v) acc[v] = acc[v] + float_from_bf16_bits(sv[v]);
+      }
+      uint4 packed;
+      uint16_t* o = reinterpret_cast<uint16_t*>(&packed);
+#pragma unroll
+      for (int v = 0; v < 8; ++v) o[v] = bf16_bits_from_float(acc[v]);
+      *reinterpret_cast<uint4*>(rt.out + t * p.H + c) = packed;
+    }
+  }
+}
+
+}  // namespace detmoe::mk

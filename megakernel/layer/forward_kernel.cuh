@@ -1,0 +1,147 @@
+// The fused MoE forward: one persistent cooperative launch (sm_90a), read top to bottom like
+// its task graph (docs/MEGAKERNEL.md):
+//
+//   every thread        plan phases A, B, C with grid barriers (plan_phases.cuh)
+//   warpgroup 0         producer: for each GEMM task of the CTA's list, wait for its inputs
+//                       (dependency counter, acquire), then stream its k-blocks with TMA
+//   warpgroups 1, 2     consumers: GEMM mainloop + epilogue + signal for GEMM tasks; the
+//                       data-movement tasks (dispatch, combine, weighted sum) otherwise
+//   thread 0, at exit   the last CTA to finish advances the launch epoch
+#pragma once
+
+#include <cuda.h>
+
+#include <cstdint>
+
+#include "megakernel/gemm/epilogue.cuh"
+#include "megakernel/gemm/smem_layout.cuh"
+#include "megakernel/layer/copy_tasks.cuh"
+#include "megakernel/layer/gemm_tasks.cuh"
+#include "megakernel/layer/gemm_tiles.cuh"
+#include "megakernel/layer/layer_params.h"
+#include "megakernel/layer/plan_phases.cuh"
+#include "megakernel/layer/sync.cuh"
+#include "megakernel/layer/task_list.cuh"
+#include "megakernel/ptx/common.cuh"
+#include "megakernel/ptx/tma.cuh"
+
+namespace detmoe::mk {
+
+static_assert(Cfg::kThreads == kPlanThreads, "the plan runs on the GEMM's 384 threads");
+static_assert(kPlanChunkTokens <= kRowsPerMBlock, "a chunk's rows of one expert span ≤ 2 m-blocks");
+
+// Register split after setmaxnreg. The producer walks the task list and waits on counters with
+// timeouts, which spills with the GEMM core's 40 registers (and still with 56); 64 + 2·216 = 496
+// ≤ 512 per thread slot of three warpgroups, and the consumers fit in 216 without spills
+// (ptxas -v: 0 bytes spill, no C7514/C7515 — checked with nvcc 13.0).
+inline constexpr uint32_t kProducerRegisters = 64;
+inline constexpr uint32_t kConsumerRegisters = 216;
+
+// The producer thread: GEMM tasks only.
+DETMOE_DEVICE void run_producer_tasks(const LayerParams& p, const LaunchContext& ctx, const Smem& smem,
+                                      const Pipe& pipe) {
+  const RankSlice slice = rank_slice(p.P);
+  const TaskList list(p, slice.rank);
+  ExpertWalker walker(p, slice.rank);
+  Stage st;
+  bool aborted = false;
+  for (int32_t i = slice.member; i < list.total(); i += slice.size) {
+    const Task task = list.at(i);
+    if (task.phase == Phase::kDispatch || task.phase == Phase::kCombine || task.phase == Phase::kSum) continue;
+    const GemmTask g = describe_gemm_task(p, task, slice.rank, list, walker);
+    if (!aborted && g.wait != nullptr) {
+      aborted = !wait_counter(ctx, g.wait, g.wait_target, g.wait_site);
+      // Rows written by generic stores (dispatch) or other CTAs' TMA stores are read by TMA next.
+      fence_proxy_async_global();
+    }
+    produce_tile(g.tile, smem, pipe, st, aborted);
+  }
+}
+
+// The two consumer warpgroups.
+DETMOE_DEVICE void run_consumer_tasks(const LayerParams& p, const LaunchContext& ctx, const Smem& smem,
+                                      const Pipe& pipe, int* flag) {
+  const int wg = static_cast<int>(threadIdx.x / 128) - 1;
+  const bool issuer = threadIdx.x % 128 == 0;
+  const RankSlice slice = rank_slice(p.P);
+  const TaskList list(p, slice.rank);
+  ExpertWalker walker(p, slice.rank);
+  gemm::SlabStore out(smem.staging(wg, 0), smem.staging(wg, 1), /*barrier_id=*/1 + wg, issuer);
+  int* hist = reinterpret_cast<int*>(smem.staging(0, 0));  // E ints; slabs are idle between tiles
+  Stage st;
+  float acc[Cfg::kAccumulators];
+  for (int32_t i = slice.member; i < list.total(); i += slice.size) {
+    const Task task = list.at(i);
+    switch (task.phase) {
+      case Phase::kDispatch:
+        place_and_dispatch(p, ctx, slice.rank, task.index, hist, flag);
+        break;
+      case Phase::kCombine:
+        combine_mblock(p, ctx, task, slice.rank, list, walker, flag);
+        break;
+      case Phase::kSum:
+        weighted_sum(p, ctx, task, slice.rank, flag);
+        break;
+      default: {
+        // After an abort the producer fills stages without data; the epilogue still runs (it
+        // only writes the workspace) so every thread of a warpgroup takes the same barriers.
+        const GemmTask g = describe_gemm_task(p, task, slice.rank, list, walker);
+        consume_tile(wg, g.tile, g.gemm1, g.out_cols, g.map_c, g.map_h, g.map_h != nullptr, smem, pipe, st, out, acc);
+        if (issuer) {
+          out.drain();  // this warpgroup's TMA stores are complete in global memory
+          fence_proxy_async_global();
+          if (!launch_aborted(ctx)) signal_add(g.done, ctx.epoch, 1);
+        }
+        break;
+      }
+    }
+  }
+  out.drain();
+}
+
+// The last CTA to finish advances the epoch (every CTA read it at its start) and clears the
+// plan's bad-input key for the next launch.
+DETMOE_DEVICE void finish_launch(const LayerParams& p, uint32_t epoch) {
+  __threadfence();
+  const unsigned int finished = atomicAdd(p.ws.launch_state + 1, 1u);
+  if (finished + 1 == gridDim.x) {
+    p.ws.launch_state[1] = 0;
+    *p.ws.bad_key = ~0ull;
+    __threadfence();
+    atomicExch(p.ws.launch_state + 0, epoch + 1);
+  }
+}
+
+__global__ void __launch_bounds__(Cfg::kThreads, 1) layer_forward_kernel(const __grid_constant__ LayerParams p) {
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  extern __shared__ uint8_t smem_raw[];
+  __shared__ uint32_t epoch_shared;
+  __shared__ int flag_shared;
+  __shared__ int copy_flag_shared;
+  const Smem smem = Smem::from_dynamic(smem_raw);
+  const Pipe pipe{smem.full_barriers(), smem.empty_barriers()};
+  if (threadIdx.x == 0) {
+    epoch_shared = ld_relaxed_u32(p.ws.launch_state);
+    pipe.init();
+  }
+  __syncthreads();
+  const LaunchContext ctx{epoch_shared, p.ws.error, p.timeout_ns, p.force_timeout_task};
+
+  // Plan scratch: one E-int histogram per warp, in the (still idle) operand stages.
+  const bool planned = run_plan(p, ctx, reinterpret_cast<int*>(smem.a_stage(0)), &flag_shared);
+  if (planned) {
+    const int warpgroup = static_cast<int>(ptx::warp_id_uniform() / 4);
+    if (warpgroup == 0) {
+      ptx::setmaxnreg_dec<kProducerRegisters>();
+      if (threadIdx.x == 0) run_producer_tasks(p, ctx, smem, pipe);
+    } else {
+      ptx::setmaxnreg_inc<kConsumerRegisters>();
+      run_consumer_tasks(p, ctx, smem, pipe, &copy_flag_shared);
+    }
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) finish_launch(p, ctx.epoch);
+#endif
+}
+
+}  // namespace detmoe::mk

@@ -1,0 +1,123 @@
+// GEMM task descriptions: which rows, weights, outputs and counters a GEMM task of the list
+// uses. Producer and consumers call describe_gemm_task on the same task and get the same tile.
+#pragma once
+
+#include <cuda.h>
+
+#include <cstdint>
+
+#include "megakernel/layer/gemm_tiles.cuh"
+#include "megakernel/layer/layer_params.h"
+#include "megakernel/layer/sync.cuh"
+#include "megakernel/layer/task_list.cuh"
+
+namespace detmoe::mk {
+
+struct GemmTask {
+  LayerTile tile;
+  const CUtensorMap* map_c;
+  const CUtensorMap* map_h;  // GEMM1 with save_h
+  bool gemm1;                // SwiGLU epilogue (else bf16 store)
+  int32_t out_cols;          // F, Fs or H
+  // Dependency: the producer waits for *wait ≥ wait_target before loading (null: none).
+  const unsigned long long* wait;
+  uint32_t wait_target;
+  WaitSite wait_site;
+  // Each consumer warpgroup adds 1 here once its stores are complete.
+  unsigned long long* done;
+};
+
+DETMOE_DEVICE GemmTask describe_gemm_task(const LayerParams& p, const Task& task, int32_t r, const TaskList& list,
+                                          ExpertWalker& walker) {
+  GemmTask g{};
+  unsigned long long* ctr = rank_counters(p, r);
+  const bool routed = task.phase == Phase::kGemm1 || task.phase == Phase::kGemm2;
+  g.gemm1 = task.phase == Phase::kGemm1 || task.phase == Phase::kSharedGemm1;
+  const int32_t width = g.gemm1 ? kGemm1Cols : kGemm2Cols;
+  const int32_t n_cols = g.gemm1 ? (routed ? p.F : p.Fs) : p.H;
+  const int32_t tiles_per_row_block = div_up(n_cols, width);
+  const int32_t row_block = task.index / tiles_per_row_block;
+  const int32_t col0 = (task.index % tiles_per_row_block) * width;
+  g.out_cols = n_cols;
+  g.tile.col0 = col0;
+  g.tile.up_row = -1;
+  g.tile.up_end = -1;
+
+  int32_t rows_begin, rows_end, m0;  // rows of the symmetric buffers (all ranks)
+  if (routed) {
+    const int32_t mb = list.mblock_first() + row_block;
+    const int32_t e = walker.expert_of(mb);
+    const int32_t first = __ldcg(p.ws.expert_offset + e), count = __ldcg(p.ws.expert_offset + e + 1) - first;
+    m0 = (mb - __ldcg(p.ws.mblock_offset + e)) * kRowsPerMBlock;
+    rows_begin = r * p.capacity + first - __ldcg(p.ws.rank_row_begin + r);
+    rows_end = rows_begin + count;
+    const int32_t el = e - r * p.experts_per_rank;
+    if (g.gemm1) {
+      g.tile.map_a = &p.recv_load;
+      g.tile.a_row = rows_begin + m0;
+      g.tile.a_end = rows_end;
+      g.tile.map_b = &p.rank_maps[r].w_gate_up;
+      g.tile.b_row = el * 2 * p.F + col0;
+      g.tile.b_end = el * 2 * p.F + p.F;
+      g.tile.up_row = el * 2 * p.F + p.F + col0;
+      g.tile.up_end = (el + 1) * 2 * p.F;
+      g.tile.k_blocks = p.H / Cfg::kBlockK;
+      g.map_c = &p.act_store;
+      g.map_h = p.store_h ? &p.h_store : nullptr;
+      g.wait = ctr + p.counters.dispatch_ready + row_block;
+      g.wait_target = static_cast<uint32_t>(min(kRowsPerMBlock, count - m0));
+      g.wait_site = {task.id, CounterKind::kDispatchReady, static_cast<uint32_t>(r), row_block};
+      g.done = ctr + p.counters.gemm1_done + row_block;
+    } else {
+      g.tile.map_a = &p.act_load;
+      g.tile.a_row = rows_begin + m0;
+      g.tile.a_end = rows_end;
+      g.tile.map_b = &p.rank_maps[r].w_down;
+      g.tile.b_row = el * p.H + col0;
+      g.tile.b_end = (el + 1) * p.H;
+      g.tile.k_blocks = p.F / Cfg::kBlockK;
+      g.map_c = &p.y_store;
+      g.wait = ctr + p.counters.gemm1_done + row_block;
+      g.wait_target = 2u * static_cast<uint32_t>(div_up(p.F, kGemm1Cols));
+      g.wait_site = {task.id, CounterKind::kGemm1Done, static_cast<uint32_t>(r), row_block};
+      g.done = ctr + p.counters.gemm2_done + row_block;
+    }
+  } else {
+    m0 = row_block * kRowsPerMBlock;
+    rows_begin = r * p.T;
+    rows_end = rows_begin + p.T;
+    if (g.gemm1) {
+      g.tile.map_a = &p.rank_maps[r].x;  // the rank's own x: rows [0, T)
+      g.tile.a_row = m0;
+      g.tile.a_end = p.T;
+      g.tile.map_b = &p.rank_maps[r].ws_gate_up;
+      g.tile.b_row = col0;
+      g.tile.b_end = p.Fs;
+      g.tile.up_row = p.Fs + col0;
+      g.tile.up_end = 2 * p.Fs;
+      g.tile.k_blocks = p.H / Cfg::kBlockK;
+      g.map_c = &p.act_s_store;
+      g.map_h = nullptr;
+      g.wait = nullptr;
+      g.done = ctr + p.counters.shared1_done + row_block;
+    } else {
+      g.tile.map_a = &p.act_s_load;
+      g.tile.a_row = rows_begin + m0;
+      g.tile.a_end = rows_end;
+      g.tile.map_b = &p.rank_maps[r].ws_down;
+      g.tile.b_row = col0;
+      g.tile.b_end = p.H;
+      g.tile.k_blocks = p.Fs / Cfg::kBlockK;
+      g.map_c = &p.s_store;
+      g.wait = ctr + p.counters.shared1_done + row_block;
+      g.wait_target = 2u * static_cast<uint32_t>(div_up(p.Fs, kGemm1Cols));
+      g.wait_site = {task.id, CounterKind::kShared1Done, static_cast<uint32_t>(r), row_block};
+      g.done = ctr + p.counters.shared2_done + row_block;
+    }
+  }
+  g.tile.c_row = rows_begin + m0;
+  g.tile.c_end = rows_end;
+  return g;
+}
+
+}  // namespace detmoe::mk

@@ -1,0 +1,135 @@
+// The GEMM tiles of the fused kernel, built on the GEMM core's pieces: its stage ring
+// (gemm/pipeline.cuh), shared-memory map (gemm/smem_layout.cuh), K-major operand descriptors
+// (gemm/operand_layout.cuh, kForward), consumer mainloop (gemm/kernel.cuh consume_k_blocks),
+// slab stores and bf16 store epilogue (gemm/epilogue.cuh) and ragged TMA clipping.
+//
+// What differs from the standalone GEMM is only where a tile's operands come from:
+//  - GEMM1 loads B as two 128-row halves, gate rows [f0, f0+128) and up rows [F+f0, F+f0+128)
+//    of the expert's stacked [2F, H] weight, into the one 256-row B stage. Accumulator columns
+//    0..127 are then gate and 128..255 up, and a thread holds gate column c in register i and up
+//    column c in register i + 64: SwiGLU pairs stay thread-local with the user's weights as they
+//    are (no interleaved copy), and h comes out in the contract's [g | u] layout.
+//  - rows come from the plan (expert segments of the receive buffer) instead of group offsets.
+#pragma once
+
+#include <cuda.h>
+
+#include <cstdint>
+
+#include "detmoe/contract_math.h"
+#include "detmoe/numeric.h"
+#include "megakernel/gemm/epilogue.cuh"
+#include "megakernel/gemm/kernel.cuh"
+#include "megakernel/gemm/operand_layout.cuh"
+#include "megakernel/gemm/pipeline.cuh"
+#include "megakernel/gemm/smem_layout.cuh"
+#include "megakernel/gemm/tile_config.cuh"
+#include "megakernel/layer/layer_params.h"
+#include "megakernel/ptx/tma.cuh"
+
+namespace detmoe::mk {
+
+using Cfg = gemm::Tile128x256;
+using Operands = gemm::OperandLayout<gemm::Layout::kForward, Cfg>;
+using Smem = gemm::SmemLayout<Cfg>;
+using Pipe = gemm::Pipeline<Cfg>;
+using Stage = gemm::PipelineState<Cfg::kStages>;
+
+// One output tile of one of the four GEMMs (routed/shared × GEMM1/GEMM2). Rows are absolute
+// rows of the maps; *_end clips (ragged maps zero-fill loads and drop stores past it).
+struct LayerTile {
+  const CUtensorMap* map_a;
+  const CUtensorMap* map_b;
+  int32_t a_row, a_end;
+  int32_t b_row, b_end;    // GEMM1: gate half; GEMM2: the whole 256-row B box
+  int32_t up_row, up_end;  // GEMM1: up half; GEMM2: unused (−1)
+  int32_t c_row, c_end;    // output rows (the epilogue adds the warpgroup's 64-row offset)
+  int32_t col0;            // first output column (GEMM1: f0 of a; GEMM2: n0 of y)
+  int32_t k_blocks;
+};
+
+// Producer (one thread): the k-blocks of one tile into the stage ring. `fake` fills each stage
+// with an arrival and no data: after an abort the consumers still drain the same stage sequence
+// and nobody hangs.
+DETMOE_DEVICE void produce_tile(const LayerTile& t, const Smem& smem, const Pipe& pipe, Stage& st, bool fake) {
+  constexpr uint32_t kHalfB = 128 * Cfg::kBlockK * 2;  // 128 rows × 128 bytes
+  for (int32_t kb = 0; kb < t.k_blocks; ++kb) {
+    if (fake) {
+      ptx::mbarrier_wait_parity(pipe.empty + st.stage, st.phase ^ 1u);
+      ptx::mbarrier_arrive(pipe.full + st.stage);
+      st.advance();
+      continue;
+    }
+    pipe.producer_acquire(st, Smem::kStageBytes);
+    uint64_t* bar = pipe.full + st.stage;
+    const int32_t k0 = kb * Cfg::kBlockK;
+    const gemm::RaggedCoords ra = gemm::ragged_coords(t.a_row, t.a_end, Cfg::kBlockM);
+    ptx::tma_load_3d(smem.a_stage(st.stage), t.map_a, bar, k0, ra.y, ra.z);
+    if (t.up_row >= 0) {
+      const gemm::RaggedCoords rg = gemm::ragged_coords(t.b_row, t.b_end, 128);
+      const gemm::RaggedCoords ru = gemm::ragged_coords(t.up_row, t.up_end, 128);
+      ptx::tma_load_3d(smem.b_stage(st.stage), t.map_b, bar, k0, rg.y, rg.z);
+      ptx::tma_load_3d(smem.b_stage(st.stage) + kHalfB, t.map_b, bar, k0, ru.y, ru.z);
+    } else {
+      const gemm::RaggedCoords rb = gemm::ragged_coords(t.b_row, t.b_end, Cfg::kBlockN);
+      ptx::tma_load_3d(smem.b_stage(st.stage), t.map_b, bar, k0, rb.y, rb.z);
+    }
+    st.advance();
+  }
+}
+
+// GEMM1's epilogue: a[r, f0 + c] = bf16(swiglu(bf16 g, bf16 u)) with the reference's formula
+// (contract_math.h), so the SwiGLU stage compares bitwise with the reference; optionally
+// h[r, f0 + c] = bf16 g and h[r, F + f0 + c] = bf16 u.
+struct SplitSwiGLUEpilogue {
+  DETMOE_DEVICE static void apply(const float (&acc)[Cfg::kAccumulators], const gemm::EpilogueTile& t, int32_t F,
+                                  const CUtensorMap* map_a, const CUtensorMap* map_h, bool store_h,
+                                  gemm::SlabStore& out) {
+    if (store_h) {
+#pragma unroll
+      for (int s = 0; s < 4; ++s) {
+        // Slabs 0, 1: gate columns f0 + 64s; slabs 2, 3: up columns F + f0 + 64(s − 2).
+        const int32_t col = s < 2 ? t.col0 + 64 * s : F + t.col0 + 64 * (s - 2);
+        const int32_t limit = s < 2 ? F : 2 * F;
+        out.store(map_h, col, limit, t.row, t.row_end, [&](uint32_t slab) {
+          gemm::write_bf16_slab(slab, t.warp, t.lane, [&](int j) { return acc[32 * s + j]; });
+        });
+      }
+    }
+#pragma unroll
+    for (int s = 0; s < 2; ++s) {
+      out.store(map_a, t.col0 + 64 * s, F, t.row, t.row_end, [&](uint32_t slab) {
+        gemm::write_bf16_slab(slab, t.warp, t.lane, [&](int j) {
+          const float g = __bfloat162float(__float2bfloat16_rn(acc[32 * s + j]));
+          const float u = __bfloat162float(__float2bfloat16_rn(acc[32 * s + j + 64]));
+          return contract_swiglu(g, u);
+        });
+      });
+    }
+  }
+};
+
+// Consumer warpgroup: mainloop (the GEMM core's, verbatim) then the epilogue of its 64 rows.
+// gemm1: SwiGLU into map_c (+ h); else a bf16 store into map_c through the core's StoreEpilogue.
+DETMOE_DEVICE void consume_tile(int wg, const LayerTile& t, bool gemm1, int32_t out_cols, const CUtensorMap* map_c,
+                                const CUtensorMap* map_h, bool store_h, const Smem& smem,
+                                const Pipe& pipe, Stage& st, gemm::SlabStore& out, float (&acc)[Cfg::kAccumulators]) {
+  gemm::consume_k_blocks<Operands, Cfg>(wg, t.k_blocks, smem, pipe, st, acc);
+  const uint32_t thread = threadIdx.x % 128;
+  gemm::EpilogueTile et;
+  et.row = t.c_row + wg * Cfg::kWarpgroupRows;
+  et.row_end = t.c_end;
+  et.col0 = t.col0;
+  et.warp = thread / 32;
+  et.lane = thread % 32;
+  if (gemm1) {
+    SplitSwiGLUEpilogue::apply(acc, et, out_cols, map_c, map_h, store_h, out);
+  } else {
+    gemm::KernelParams kp{};
+    kp.epilogue = static_cast<int32_t>(gemm::Epilogue::kStoreBF16);
+    kp.out_cols = out_cols;
+    gemm::StoreEpilogue::apply<Cfg>(acc, t.k_blocks == 0, et, kp, map_c, nullptr, out);
+  }
+}
+
+}  // namespace detmoe::mk

@@ -1,0 +1,114 @@
+// Parameters of the fused forward kernel: the problem's sizes, the workspace, every rank's
+// tensors and the TMA maps. Plain data built by the host launcher (megakernel/host/
+// layer_launch.cu) and passed as one __grid_constant__ argument (≈ 7 KB with 8 ranks; CUDA ≥ 12.1
+// allows 32 KB of kernel parameters), so map addresses can be handed to TMA directly.
+//
+// Symmetric buffers: every rank owns a slice of the same size, rank r's at base + r·stride
+// (elements). In loopback all slices are in one allocation on one GPU, so one TMA map covers
+// every rank and a rank's rows are addressed as r·rows_per_rank + row. The NCCL backend keeps
+// the layout per GPU and reaches peers through LSA pointers (docs/MEGAKERNEL.md).
+#pragma once
+
+#include <cuda.h>
+
+#include <cstdint>
+
+#include "megakernel/layer/device_error.h"
+
+namespace detmoe::mk {
+
+inline constexpr int kMaxRanks = 8;
+// Tokens per plan chunk: the unit of the histogram, of the row placement and of a dispatch task.
+inline constexpr int kPlanChunkTokens = 128;
+// Tokens per weighted-sum task (and per slots-ready counter).
+inline constexpr int kSumChunkTokens = 32;
+// Rows per m-block (= the GEMM core's BLOCK_M) and output columns per tile of each GEMM.
+inline constexpr int kRowsPerMBlock = 128;
+inline constexpr int kGemm1Cols = 128;  // a columns per GEMM1 tile: 128 gate + 128 up = N 256
+inline constexpr int kGemm2Cols = 256;  // y columns per GEMM2 tile
+// Grid barriers of the plan: after validate+count, after the chunk scan, after the offsets.
+inline constexpr int kPlanBarriers = 3;
+
+// One rank's user tensors (device pointers of the rank's GPU).
+struct RankTensors {
+  const uint16_t* x;         // [T, H] bf16
+  const int32_t* topk_idx;   // [T, k]
+  const float* topk_w;       // [T, k]
+  uint16_t* out;             // [T, H] bf16
+  uint16_t* y;               // [T, k, H] bf16 or null
+};
+
+// One rank's user tensors as TMA maps (ragged 3-D maps, megakernel/gemm/ragged_map.cuh).
+struct RankMaps {
+  CUtensorMap x;           // [T, H], box 64 × 128: the shared expert's A
+  CUtensorMap w_gate_up;   // [E/P·2F, H], box 64 × 128: GEMM1's B, loaded as gate and up halves
+  CUtensorMap w_down;      // [E/P·H, F], box 64 × 256
+  CUtensorMap ws_gate_up;  // [2Fs, H], box 64 × 128 (Fs > 0)
+  CUtensorMap ws_down;     // [H, Fs], box 64 × 256 (Fs > 0)
+};
+
+// Counters of one rank (64-bit, epoch-tagged: (epoch << 32) | count). Offsets in counters.
+struct CounterLayout {
+  int32_t dispatch_ready;  // [mblock_capacity]
+  int32_t gemm1_done;      // [mblock_capacity]
+  int32_t gemm2_done;      // [mblock_capacity]
+  int32_t shared1_done;    // [token_mblocks]
+  int32_t shared2_done;    // [token_mblocks]
+  int32_t slots_ready;     // [sum_chunks]
+  int32_t per_rank;        // counters per rank (the stride)
+};
+
+struct Workspace {
+  // The plan: global (every rank's routing), one copy per device.
+  int32_t* chunk_base;      // [P·chunks_per_rank, E] histogram, then bases within each expert
+  int32_t* expert_count;    // [E]
+  int32_t* expert_offset;   // [E+1] global row of each expert's first row
+  int32_t* mblock_offset;   // [E+1] global m-block index of each expert's first m-block
+  int32_t* rank_row_begin;  // [P+1]
+  int32_t* slot_row;        // [P·T·k] global row of (global token, slot)
+  int32_t* row_token;       // [P·T·k] global token of each row
+  int32_t* row_slot;        // [P·T·k]
+  unsigned long long* bad_key;   // [1] smallest bad (token, slot) key; all ones = none
+  unsigned long long* barriers;  // [kPlanBarriers] epoch-tagged
+  unsigned int* launch_state;    // [0] epoch of the running launch, [1] CTAs finished
+  DeviceErrorRecord* error;
+
+  // Symmetric buffers, rank r at + r·stride.
+  uint16_t* recv;     // [cap, H]: dispatched x rows in global row order
+  uint16_t* act;      // [cap, F]: a = SwiGLU(h)
+  uint16_t* h;        // [cap, 2F]: [g | u] when save_h, else null
+  uint16_t* y_sorted; // [cap, H]: GEMM2 output in row order
+  uint16_t* slots;    // [T·k, H]: y rows pushed back to their source rank
+  uint16_t* act_s;    // [T, Fs]: shared expert's a
+  uint16_t* s;        // [T, H]: shared expert's output
+  unsigned long long* counters;  // [P, CounterLayout::per_rank]
+};
+
+struct LayerParams {
+  int32_t T, H, F, E, k, P, Fs;
+  int32_t experts_per_rank;
+  int32_t capacity;         // receive rows per rank
+  int32_t chunks_per_rank;  // ⌈T / kPlanChunkTokens⌉
+  int32_t sum_chunks;       // ⌈T / kSumChunkTokens⌉
+  int32_t token_mblocks;    // ⌈T / 128⌉
+  int32_t store_h;
+  long long timeout_ns;
+  unsigned long long force_timeout_task;  // a task id, or ~0 = none
+  CounterLayout counters;
+  Workspace ws;
+
+  // Maps over the symmetric buffers (rows of every rank: r·cap + row, or r·T + token).
+  CUtensorMap recv_load;   // [P·cap, H] box 64 × 128: GEMM1's A
+  CUtensorMap act_store;   // [P·cap, F] box 64 × 64: GEMM1's C
+  CUtensorMap act_load;    // [P·cap, F] box 64 × 128: GEMM2's A
+  CUtensorMap h_store;     // [P·cap, 2F] box 64 × 64 (save_h)
+  CUtensorMap y_store;     // [P·cap, H] box 64 × 64: GEMM2's C
+  CUtensorMap act_s_store; // [P·T, Fs] box 64 × 64 (Fs > 0)
+  CUtensorMap act_s_load;  // [P·T, Fs] box 64 × 128 (Fs > 0)
+  CUtensorMap s_store;     // [P·T, H] box 64 × 64 (Fs > 0)
+
+  RankTensors rank[kMaxRanks];
+  RankMaps rank_maps[kMaxRanks];
+};
+
+}  // namespace detmoe::mk

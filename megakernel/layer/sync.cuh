@@ -1,0 +1,154 @@
+// Cross-CTA synchronisation of the fused kernel: epoch-tagged dependency counters, bounded
+// spin-waits, the plan's grid barriers, and the fault record.
+//
+// Counters are 64-bit: (epoch << 32) | count. A signal adds to the count if the counter already
+// carries this launch's epoch, else it starts the count afresh (a CAS loop), so nothing is reset
+// between launches and a CUDA graph can replay the kernel as is. A waiter is satisfied only by
+// its own epoch with count ≥ target, so a stale value from an earlier launch never passes.
+//
+// Memory ordering (docs/MEGAKERNEL.md "Dependency protocol"):
+//   writer: plain stores → __threadfence → CTA barrier → one thread's signal (atom.cas.release.gpu)
+//           TMA stores   → cp.async.bulk.wait_group 0 → fence.proxy.async.global → signal
+//   reader: one thread spins with ld.acquire.gpu → fence.proxy.async.global if TMA reads next →
+//           CTA (named) barrier → the others read (ld.global.cg: L2, never a stale L1 line)
+// Every wait is bounded by LayerConfig::spin_timeout_ms measured on %globaltimer; on expiry it
+// records the task, counter, target and the value seen, and every CTA of the launch aborts.
+#pragma once
+
+#include <cstdint>
+
+#include "megakernel/layer/device_error.h"
+#include "megakernel/layer/layer_params.h"
+#include "megakernel/ptx/common.cuh"
+
+namespace detmoe::mk {
+
+DETMOE_DEVICE unsigned long long ld_acquire_u64(const unsigned long long* p) {
+  unsigned long long v;
+  asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
+}
+
+DETMOE_DEVICE unsigned long long ld_relaxed_u64(const unsigned long long* p) {
+  unsigned long long v;
+  asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
+}
+
+DETMOE_DEVICE unsigned int ld_relaxed_u32(const unsigned int* p) {
+  unsigned int v;
+  asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+
+DETMOE_DEVICE unsigned long long atom_cas_release_u64(unsigned long long* p, unsigned long long expected,
+                                                      unsigned long long desired) {
+  unsigned long long old;
+  asm volatile("atom.release.gpu.global.cas.b64 %0, [%1], %2, %3;"
+               : "=l"(old)
+               : "l"(p), "l"(expected), "l"(desired)
+               : "memory");
+  return old;
+}
+
+DETMOE_DEVICE unsigned long long globaltimer_ns() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+// Orders generic-proxy accesses against later async-proxy (TMA) accesses to global memory.
+DETMOE_DEVICE void fence_proxy_async_global() { asm volatile("fence.proxy.async.global;" ::: "memory"); }
+
+// What every waiting thread needs to know about its launch.
+struct LaunchContext {
+  uint32_t epoch;
+  DeviceErrorRecord* error;
+  long long timeout_ns;
+  unsigned long long force_timeout_task;
+};
+
+// True once any CTA recorded a fault in this launch.
+DETMOE_DEVICE bool launch_aborted(const LaunchContext& ctx) {
+  const unsigned long long s = ld_relaxed_u64(&ctx.error->state);
+  return (s & 0xffffffffull) != 0 && (s >> 32) == ctx.epoch;
+}
+
+// Records a fault if none is recorded yet (first fault of any launch wins until the host clears
+// it). The fields are read by the host after the launch, so plain stores suffice.
+DETMOE_DEVICE void record_fault(const LaunchContext& ctx, FaultCode code, unsigned long long task, CounterKind counter,
+                                uint32_t rank, long long index, long long expected, long long seen) {
+  const unsigned long long state = (static_cast<unsigned long long>(ctx.epoch) << 32) | static_cast<uint32_t>(code);
+  if (atomicCAS(&ctx.error->state, 0ull, state) != 0ull) return;
+  DeviceErrorRecord* r = ctx.error;
+  r->task = task;
+  r->counter_kind = static_cast<uint32_t>(counter);
+  r->rank = rank;
+  r->counter_index = index;
+  r->expected = expected;
+  r->seen = seen;
+  r->block = blockIdx.x;
+  r->thread = threadIdx.x;
+  __threadfence();
+}
+
+// Adds n to an epoch-tagged counter with release semantics.
+DETMOE_DEVICE void signal_add(unsigned long long* counter, uint32_t epoch, uint32_t n) {
+  unsigned long long old = ld_relaxed_u64(counter);
+  for (;;) {
+    const unsigned long long next =
+        (old >> 32) == epoch ? old + n : ((static_cast<unsigned long long>(epoch) << 32) | n);
+    const unsigned long long seen = atom_cas_release_u64(counter, old, next);
+    if (seen == old) return;
+    old = seen;
+  }
+}
+
+// Where a wait is, for the fault record.
+struct WaitSite {
+  unsigned long long task;
+  CounterKind counter;
+  uint32_t rank;
+  int32_t index;
+};
+
+// One thread spins until the counter carries this epoch and count ≥ target. False on timeout
+// (recorded) or when another CTA aborted the launch. The test hook makes `site.task`'s target
+// unreachable.
+DETMOE_DEVICE bool wait_counter(const LaunchContext& ctx, const unsigned long long* counter, uint32_t target,
+                                const WaitSite& site) {
+  const unsigned long long goal = site.task == ctx.force_timeout_task ? (uint64_t{1} << 31) + target : target;
+  const unsigned long long start = globaltimer_ns();
+  for (uint32_t spin = 1;; ++spin) {
+    const unsigned long long v = ld_acquire_u64(counter);
+    if ((v >> 32) == ctx.epoch && (v & 0xffffffffull) >= goal) return true;
+    if ((spin & 31u) == 0) {
+      if (launch_aborted(ctx)) return false;
+      if (static_cast<long long>(globaltimer_ns() - start) > ctx.timeout_ns) {
+        const long long seen = (v >> 32) == ctx.epoch ? static_cast<long long>(v & 0xffffffffull) : -1;
+        record_fault(ctx, FaultCode::kTimeout, site.task, site.counter, site.rank, site.index,
+                     static_cast<long long>(goal), seen);
+        return false;
+      }
+      __nanosleep(64);
+    }
+  }
+}
+
+// Grid-wide barrier of the plan, for every thread of every CTA (all CTAs are co-resident: the
+// launch is cooperative). Returns false (uniformly per CTA) when the launch was aborted.
+DETMOE_DEVICE bool grid_barrier(const LaunchContext& ctx, unsigned long long* barrier, int32_t number, int* flag) {
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    __threadfence();
+    signal_add(barrier, ctx.epoch, 1);
+    const WaitSite site{make_task_id(TaskKind::kPlan, 0, static_cast<uint32_t>(number)), CounterKind::kGridBarrier, 0,
+                        number};
+    const bool ok = wait_counter(ctx, barrier, gridDim.x, site) && !launch_aborted(ctx);
+    *flag = ok ? 1 : 0;
+  }
+  __syncthreads();
+  return *flag != 0;
+}
+
+}  // namespace detmoe::mk

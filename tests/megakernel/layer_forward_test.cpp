@@ -1,0 +1,154 @@
+// The forward megakernel against the GPU reference and the CPU oracle (tolerance of
+// docs/NUMERICS.md), and its combine against the contract's order bit for bit.
+#include <gtest/gtest.h>
+
+#include "detmoe/plan.h"
+#include "detmoe/shapes.h"
+#include "gpu_problem.h"
+#include "layer_test_util.h"
+#include "support/gpu.h"
+
+namespace detmoe {
+namespace {
+
+using testing::all_written;
+using testing::make_routing;
+using testing::MegakernelCase;
+using testing::within_tolerance;
+
+std::vector<NamedTensor> run_megakernel(const Shape& s, const Routing& r, uint64_t seed, LayerConfig config = {}) {
+  auto c = MegakernelCase::create(s, r, seed, config);
+  EXPECT_TRUE(c.ok()) << c.status().to_string();
+  if (!c.ok()) return {};
+  auto out = (*c)->run();
+  EXPECT_TRUE(out.ok()) << out.status().to_string();
+  return out.ok() ? *out : std::vector<NamedTensor>{};
+}
+
+struct Case {
+  Shape shape;
+  const char* routing;
+};
+
+void PrintTo(const Case& c, std::ostream* os) { *os << c.shape.to_string() << " " << c.routing; }
+
+class MegakernelVsReference : public ::testing::TestWithParam<Case> {};
+
+TEST_P(MegakernelVsReference, OutAndYWithinTolerance) {
+  DETMOE_REQUIRE_GPU();
+  const Case& c = GetParam();
+  const Routing r = make_routing(c.shape, c.routing, 21);
+  const auto got = run_megakernel(c.shape, r, 21);
+  ASSERT_FALSE(got.empty());
+  EXPECT_TRUE(all_written(got));
+  auto ref = testing::reference_forward(c.shape, r, 21);
+  ASSERT_TRUE(ref.ok()) << ref.status().to_string();
+  EXPECT_TRUE(within_tolerance(got, *ref));
+}
+
+// Shape fields: {T, H, F, E, k, P, Fs}.
+INSTANTIATE_TEST_SUITE_P(
+    Small, MegakernelVsReference,
+    ::testing::Values(Case{{300, 256, 128, 8, 2, 1, 0}, "balanced"},           // partial m-blocks
+                      Case{{1, 256, 128, 8, 2, 1, 0}, "balanced"},             // one token
+                      Case{{513, 192, 320, 16, 4, 1, 128}, "zipf:1.5"},      // F, Fs not multiples of 128
+                      Case{{256, 256, 64, 4, 4, 1, 64}, "all-to-one"},         // k = E, F = 64
+                      Case{{700, 128, 128, 32, 3, 2, 0}, "hot:0.3"},         // two loopback ranks
+                      Case{{400, 128, 192, 16, 2, 4, 192}, "empty:5"},       // empty experts, 4 ranks
+                      Case{{129, 320, 256, 1, 1, 1, 0}, "balanced"}));         // E = 1
+
+TEST(MegakernelNamedShapes, ScaledDownMatchReference) {
+  DETMOE_REQUIRE_GPU();
+  for (const char* name : {"qwen3-30b-a3b", "deepseek-v3", "mixtral-8x7b", "gpt-oss-120b"}) {
+    Shape s = find_named_shape(name).value();
+    s.T = 1024;
+    for (const char* routing : {"balanced", "zipf:1"}) {
+      SCOPED_TRACE(std::string(name) + " " + routing);
+      const Routing r = make_routing(s, routing, 3);
+      const auto got = run_megakernel(s, r, 3);
+      ASSERT_FALSE(got.empty());
+      auto ref = testing::reference_forward(s, r, 3);
+      ASSERT_TRUE(ref.ok()) << ref.status().to_string();
+      EXPECT_TRUE(within_tolerance(got, *ref));
+    }
+  }
+}
+
+TEST(MegakernelNamedShapes, ScaledDownMatchOracle) {
+  DETMOE_REQUIRE_GPU();
+  for (const char* name : {"qwen3-30b-a3b", "deepseek-v3", "mixtral-8x7b", "gpt-oss-120b"}) {
+    Shape s = find_named_shape(name).value();
+    s.T = 32;
+    s.Fs = 128;  // the shared expert on as well
+    SCOPED_TRACE(name);
+    const Routing r = make_routing(s, "balanced", 4);
+    const auto got = run_megakernel(s, r, 4);
+    ASSERT_FALSE(got.empty());
+    const auto oracle = testing::oracle_tensors(s, r, 4, GradPrecision::kFP32, false);
+    EXPECT_TRUE(within_tolerance(got, oracle));
+  }
+}
+
+// The weighted sum runs the reference's per-element order (fma over slots from 0), so out must
+// equal that order applied to the megakernel's own y, bit for bit (no shared expert here).
+TEST(MegakernelCombine, OutIsTheContractSumOfItsOwnY) {
+  DETMOE_REQUIRE_GPU();
+  for (int64_t P : {1, 2}) {
+    const Shape s{333, 256, 128, 16, 5, P, 0};
+    const Routing r = make_routing(s, "balanced", 8);
+    const auto got = run_megakernel(s, r, 8);
+    ASSERT_FALSE(got.empty());
+    const NamedTensor* y = testing::find(got, "y");
+    const NamedTensor* out = testing::find(got, "out");
+    ASSERT_TRUE(y != nullptr && out != nullptr);
+    EXPECT_TRUE(testing::bitwise_equal({*out}, {testing::host_combine(s, r, *y)}));
+  }
+}
+
+// The plan built inside the kernel equals the host plan, table by table, for several P.
+TEST(MegakernelPlan, EqualsTheHostPlan) {
+  DETMOE_REQUIRE_GPU();
+  for (int64_t P : {1, 2, 4}) {
+    const Shape s = testing::shape_with(Shape{1200, 128, 64, 32, 6, 1, 0}, P);
+    for (const char* routing : {"balanced", "zipf:2", "empty:9", "all-to-one"}) {
+      SCOPED_TRACE(::testing::Message() << "P " << P << " " << routing);
+      const Routing r = make_routing(s, routing, 12);
+      auto c = MegakernelCase::create(s, r, 12);
+      ASSERT_TRUE(c.ok()) << c.status().to_string();
+      ASSERT_TRUE((*c)->run().ok());
+      auto got = (*c)->layer().downloaded_plan();
+      ASSERT_TRUE(got.ok()) << got.status().to_string();
+      auto want = build_routing_plan(s, r.topk_idx.data());
+      ASSERT_TRUE(want.ok());
+      EXPECT_EQ(got->expert_count, want->expert_count);
+      EXPECT_EQ(got->expert_offset, want->expert_offset);
+      EXPECT_EQ(got->rank_row_begin, want->rank_row_begin);
+      EXPECT_EQ(got->row_token, want->row_token);
+      EXPECT_EQ(got->row_slot, want->row_slot);
+      EXPECT_EQ(got->slot_row, want->slot_row);
+    }
+  }
+}
+
+TEST(MegakernelLayer, WithoutYOutputStillComputesOut) {
+  DETMOE_REQUIRE_GPU();
+  const Shape s{200, 128, 128, 8, 2, 1, 0};
+  const Routing r = make_routing(s, "balanced", 9);
+  auto c = MegakernelCase::create(s, r, 9, {}, {}, /*write_y=*/false);
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  auto got = (*c)->run();
+  ASSERT_TRUE(got.ok()) << got.status().to_string();
+  EXPECT_TRUE(all_written(*got));
+  const auto with_y = run_megakernel(s, r, 9);
+  EXPECT_TRUE(testing::bitwise_equal(*got, with_y, {"y"}));
+}
+
+TEST(MegakernelLayer, BackwardIsNotImplementedYet) {
+  DETMOE_REQUIRE_GPU();
+  auto layer = Layer::create(Shape{64, 128, 64, 4, 2, 1, 0}, {});
+  ASSERT_TRUE(layer.ok()) << layer.status().to_string();
+  EXPECT_EQ((*layer)->backward({}, nullptr).code(), ErrorCode::kNotImplemented);
+}
+
+}  // namespace
+}  // namespace detmoe

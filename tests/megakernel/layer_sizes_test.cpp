@@ -1,0 +1,165 @@
+// Host side of the fused layer (runs without a GPU): workspace sizing, the megakernel's limits,
+// task ids, and the decoding of the device fault record into a Status that names the task,
+// counter and values.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "detmoe/config.h"
+#include "detmoe/layer.h"
+#include "megakernel/host/layer_sizes.h"
+#include "support/gpu.h"
+
+namespace detmoe::mk {
+namespace {
+
+Shape small_shape() { return Shape{300, 256, 128, 8, 2, 1, 0}; }
+
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+TEST(LayerSizes, WorstCaseCapacityAndDisjointCounters) {
+  Shape s{1000, 256, 192, 16, 4, 2, 64};
+  LayerConfig c;
+  auto z = layer_sizes(s, c);
+  ASSERT_TRUE(z.ok()) << z.status().to_string();
+  EXPECT_EQ(z->capacity, worst_case_recv_rows(s));
+  EXPECT_EQ(z->chunks_per_rank, (1000 + kPlanChunkTokens - 1) / kPlanChunkTokens);
+  EXPECT_EQ(z->sum_chunks, (1000 + kSumChunkTokens - 1) / kSumChunkTokens);
+  EXPECT_EQ(z->token_mblocks, 8);
+  // Every expert adds at most one partial m-block to the capacity's full ones.
+  EXPECT_EQ(z->mblock_capacity, z->capacity / 128 + s.experts_per_rank() + 1);
+  const CounterLayout& L = z->counters;
+  EXPECT_EQ(L.dispatch_ready, 0);
+  EXPECT_EQ(L.gemm1_done, L.dispatch_ready + z->mblock_capacity);
+  EXPECT_EQ(L.gemm2_done, L.gemm1_done + z->mblock_capacity);
+  EXPECT_EQ(L.shared1_done, L.gemm2_done + z->mblock_capacity);
+  EXPECT_EQ(L.shared2_done, L.shared1_done + z->token_mblocks);
+  EXPECT_EQ(L.slots_ready, L.shared2_done + z->token_mblocks);
+  EXPECT_EQ(L.per_rank, L.slots_ready + z->sum_chunks);
+  EXPECT_EQ(z->counter_words, s.P * L.per_rank);
+  EXPECT_EQ(z->recv, s.P * z->capacity * s.H);
+  EXPECT_EQ(z->h, s.P * z->capacity * 2 * s.F);  // save_h by default
+  EXPECT_EQ(z->slots, s.P * s.T * s.k * s.H);
+  EXPECT_EQ(z->act_s, s.P * s.T * s.Fs);
+  EXPECT_GT(z->workspace_bytes, 2 * (z->recv + z->act + z->h + z->y_sorted + z->slots + z->act_s + z->s));
+}
+
+TEST(LayerSizes, UserCapacityAndNoSavedH) {
+  LayerConfig c;
+  c.recv_capacity_rows = 77;
+  c.save_h = false;
+  auto z = layer_sizes(small_shape(), c);
+  ASSERT_TRUE(z.ok());
+  EXPECT_EQ(z->capacity, 77);
+  EXPECT_EQ(z->h, 0);
+  EXPECT_EQ(z->act_s, 0);
+  EXPECT_EQ(z->s, 0);
+}
+
+TEST(LayerLimits, NamesTheOffendingValue) {
+  LayerConfig c;
+  EXPECT_TRUE(check_megakernel_limits(small_shape(), c, 132).ok());
+  Shape many_ranks{64, 256, 128, 16, 2, 16, 0};
+  Status st = check_megakernel_limits(many_ranks, c, 132);
+  EXPECT_EQ(st.code(), ErrorCode::kNotImplemented);
+  EXPECT_TRUE(contains(st.message(), "P = 16")) << st.message();
+  Shape four{64, 256, 128, 8, 2, 4, 0};
+  st = check_megakernel_limits(four, c, 3);
+  EXPECT_EQ(st.code(), ErrorCode::kInvalidArgument);
+  EXPECT_TRUE(contains(st.message(), "num_sms = 3")) << st.message();
+  Shape big_e{64, 256, 128, 1024, 2, 1, 0};
+  EXPECT_TRUE(check_megakernel_limits(big_e, c, 132).ok());
+  LayerConfig fp8;
+  fp8.precision = Precision::kFP8;
+  EXPECT_EQ(check_megakernel_limits(small_shape(), fp8, 132).code(), ErrorCode::kNotImplemented);
+  Shape bad_h{64, 100, 128, 8, 2, 1, 0};
+  st = check_megakernel_limits(bad_h, c, 132);
+  EXPECT_EQ(st.code(), ErrorCode::kInvalidArgument);
+}
+
+TEST(TaskIds, RoundTrip) {
+  for (auto kind : {TaskKind::kPlan, TaskKind::kPlaceDispatch, TaskKind::kGemm1, TaskKind::kSharedGemm2,
+                    TaskKind::kCombine, TaskKind::kWeightedSum}) {
+    const uint64_t id = make_task_id(kind, 7, 123456789u);
+    EXPECT_EQ(task_kind(id), kind);
+    EXPECT_EQ(task_rank(id), 7u);
+    EXPECT_EQ(task_index(id), 123456789u);
+  }
+  EXPECT_EQ(describe_task(make_task_id(TaskKind::kGemm2, 1, 3)), "GEMM2 tile 3 of rank 1");
+  EXPECT_EQ(describe_task(make_task_id(TaskKind::kCombine, 0, 9)), "combine of m-block 9 of rank 0");
+}
+
+DeviceErrorRecord record(FaultCode code, uint32_t epoch) {
+  DeviceErrorRecord r{};
+  r.state = (static_cast<unsigned long long>(epoch) << 32) | static_cast<uint32_t>(code);
+  return r;
+}
+
+TEST(FaultStatus, NoneIsOk) { EXPECT_TRUE(fault_status(DeviceErrorRecord{}, small_shape()).ok()); }
+
+TEST(FaultStatus, TimeoutNamesTaskCounterAndValues) {
+  DeviceErrorRecord r = record(FaultCode::kTimeout, 5);
+  r.task = make_task_id(TaskKind::kGemm2, 1, 3);
+  r.counter_kind = static_cast<uint32_t>(CounterKind::kGemm1Done);
+  r.rank = 1;
+  r.counter_index = 2;
+  r.expected = 12;
+  r.seen = 10;
+  const Status st = fault_status(r, small_shape());
+  EXPECT_EQ(st.code(), ErrorCode::kDeviceTimeout);
+  EXPECT_TRUE(contains(st.message(), "GEMM2 tile 3 of rank 1")) << st.message();
+  EXPECT_TRUE(contains(st.message(), "GEMM1-done counter of m-block 2 of rank 1")) << st.message();
+  EXPECT_TRUE(contains(st.message(), "expected 12, saw 10")) << st.message();
+  r.seen = -1;
+  EXPECT_TRUE(contains(fault_status(r, small_shape()).message(), "saw a stale epoch"));
+}
+
+TEST(FaultStatus, BadRoutingNamesTokenSlotAndValue) {
+  const Shape s{300, 256, 128, 8, 2, 2, 0};
+  DeviceErrorRecord r = record(FaultCode::kInvalidExpert, 1);
+  r.counter_index = 305;  // global token 305 = token 5 of rank 1
+  r.expected = 1;         // slot
+  r.seen = 8;             // the id
+  Status st = fault_status(r, s);
+  EXPECT_EQ(st.code(), ErrorCode::kInvalidArgument);
+  EXPECT_TRUE(contains(st.message(), "topk_idx[5,1] = 8 of rank 1 is out of range [0, 8)")) << st.message();
+  r = record(FaultCode::kRepeatedExpert, 1);
+  r.counter_index = 4;
+  r.expected = 1;
+  r.seen = 3;
+  st = fault_status(r, s);
+  EXPECT_TRUE(contains(st.message(), "topk_idx[4,1] = 3 of rank 0 repeats")) << st.message();
+  r = record(FaultCode::kNonFiniteWeight, 1);
+  const float inf = INFINITY;
+  uint32_t bits;
+  std::memcpy(&bits, &inf, 4);
+  r.seen = bits;
+  r.counter_index = 0;
+  r.expected = 0;
+  st = fault_status(r, s);
+  EXPECT_TRUE(contains(st.message(), "topk_w[0,0] = inf")) << st.message();
+}
+
+TEST(FaultStatus, CapacityNamesRankRowsAndCapacity) {
+  DeviceErrorRecord r = record(FaultCode::kCapacityExceeded, 2);
+  r.rank = 3;
+  r.seen = 900;
+  r.expected = 512;
+  const Status st = fault_status(r, small_shape());
+  EXPECT_EQ(st.code(), ErrorCode::kCapacityExceeded);
+  EXPECT_TRUE(contains(st.message(), "rank 3 would receive 900 rows")) << st.message();
+  EXPECT_TRUE(contains(st.message(), "recv_capacity_rows = 512")) << st.message();
+}
+
+TEST(Layer, CreateRefusesBadConfigBeforeTouchingTheDevice) {
+  LayerConfig c;
+  c.spin_timeout_ms = 0;
+  auto layer = Layer::create(small_shape(), c);
+  ASSERT_FALSE(layer.ok());
+  EXPECT_EQ(layer.status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_TRUE(contains(layer.status().message(), "spin_timeout_ms = 0")) << layer.status().message();
+}
+
+}  // namespace
+}  // namespace detmoe::mk

@@ -1,0 +1,100 @@
+#include "layer_test_util.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "detmoe/numeric.h"
+#include "detmoe/reference_session.h"
+
+namespace detmoe::testing {
+
+StatusOr<std::unique_ptr<MegakernelCase>> MegakernelCase::create(const Shape& shape, const Routing& routing,
+                                                                 uint64_t seed, const LayerConfig& config,
+                                                                 const LayerOptions& options, bool write_y) {
+  auto c = std::unique_ptr<MegakernelCase>(new MegakernelCase());
+  auto ex = make_loopback_exchange(static_cast<int>(shape.P), options.device);
+  if (!ex.ok()) return ex.status();
+  c->exchange_ = std::move(*ex);
+  DeviceProblemOptions po;
+  po.write_y = write_y;
+  auto problem = DeviceProblem::create(shape, routing, seed, *c->exchange_, po);
+  if (!problem.ok()) return problem.status();
+  c->problem_ = std::move(*problem);
+  auto layer = Layer::create(shape, config, options);
+  if (!layer.ok()) return layer.status();
+  c->layer_ = std::move(*layer);
+  return c;
+}
+
+StatusOr<std::vector<NamedTensor>> MegakernelCase::run() {
+  DETMOE_RETURN_IF_ERROR(problem_->poison_outputs());
+  DETMOE_RETURN_IF_ERROR(layer_->forward({problem_->inputs(), problem_->outputs()}, stream()));
+  DETMOE_RETURN_IF_ERROR(layer_->synchronize(stream()));
+  return problem_->download(false);
+}
+
+StatusOr<std::vector<std::vector<NamedTensor>>> MegakernelCase::run_graph(int replays) {
+  cudaStream_t s = stream();
+  cudaGraph_t graph = nullptr;
+  if (cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal) != cudaSuccess)
+    return Status(ErrorCode::kCudaError, "cudaStreamBeginCapture failed");
+  const Status fwd = layer_->forward({problem_->inputs(), problem_->outputs()}, s);
+  if (cudaStreamEndCapture(s, &graph) != cudaSuccess) return Status(ErrorCode::kCudaError, "cudaStreamEndCapture failed");
+  DETMOE_RETURN_IF_ERROR(fwd);
+  cudaGraphExec_t exec = nullptr;
+  if (cudaGraphInstantiate(&exec, graph, 0) != cudaSuccess) {
+    cudaGraphDestroy(graph);
+    return Status(ErrorCode::kCudaError, "cudaGraphInstantiate failed");
+  }
+  std::vector<std::vector<NamedTensor>> all;
+  Status status;
+  for (int i = 0; i < replays && status.ok(); ++i) {
+    status = problem_->poison_outputs();
+    if (!status.ok()) break;
+    if (cudaGraphLaunch(exec, s) != cudaSuccess) status = Status(ErrorCode::kCudaError, "cudaGraphLaunch failed");
+    if (status.ok()) status = layer_->synchronize(s);
+    if (!status.ok()) break;
+    auto got = problem_->download(false);
+    if (!got.ok()) status = got.status();
+    else all.push_back(std::move(*got));
+  }
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  if (!status.ok()) return status;
+  return all;
+}
+
+StatusOr<std::vector<NamedTensor>> reference_forward(const Shape& shape, const Routing& routing, uint64_t seed) {
+  auto ex = make_loopback_exchange(static_cast<int>(shape.P));
+  if (!ex.ok()) return ex.status();
+  auto sess = ReferenceSession::create(shape, routing, seed, std::shared_ptr<RowExchange>(std::move(*ex)));
+  if (!sess.ok()) return sess.status();
+  return (*sess)->run(false);
+}
+
+NamedTensor host_combine(const Shape& shape, const Routing& routing, const NamedTensor& y) {
+  const int64_t N = shape.tokens_global(), k = shape.k, H = shape.H;
+  NamedTensor out;
+  out.name = "out";
+  out.dtype = DType::kBF16;
+  out.shape = {N, H};
+  out.bytes.resize(static_cast<size_t>(N * H * 2));
+  const auto* ybits = reinterpret_cast<const uint16_t*>(y.bytes.data());
+  auto* obits = reinterpret_cast<uint16_t*>(out.bytes.data());
+  for (int64_t t = 0; t < N; ++t)
+    for (int64_t h = 0; h < H; ++h) {
+      float acc = 0.0f;
+      for (int64_t j = 0; j < k; ++j)
+        acc = std::fmaf(routing.topk_w[t * k + j], float_from_bf16_bits(ybits[(t * k + j) * H + h]), acc);
+      obits[t * H + h] = bf16_bits_from_float(acc);
+    }
+  return out;
+}
+
+const NamedTensor* find(const std::vector<NamedTensor>& ts, const std::string& name) {
+  for (const NamedTensor& t : ts)
+    if (t.name == name) return &t;
+  return nullptr;
+}
+
+}  // namespace detmoe::testing

@@ -1,0 +1,51 @@
+// Helpers of the megakernel layer tests: a seeded problem run through detmoe::Layer (outputs
+// poisoned with NaN first, downloaded in the oracle's layout) and through the GPU reference.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "detmoe/config.h"
+#include "detmoe/device_problem.h"
+#include "detmoe/layer.h"
+#include "detmoe/routing.h"
+#include "detmoe/row_exchange.h"
+#include "detmoe/tensor.h"
+
+namespace detmoe::testing {
+
+// One seeded problem on the device (every loopback rank) plus a Layer for it.
+class MegakernelCase {
+ public:
+  static StatusOr<std::unique_ptr<MegakernelCase>> create(const Shape& shape, const Routing& routing, uint64_t seed,
+                                                          const LayerConfig& config = {},
+                                                          const LayerOptions& options = {}, bool write_y = true);
+  // Poison, one forward, synchronize, download (out, y).
+  StatusOr<std::vector<NamedTensor>> run();
+  // Poison, then forward captured in a CUDA graph replayed `replays` times; the outputs of
+  // every replay (each replay poisons first, outside the graph).
+  StatusOr<std::vector<std::vector<NamedTensor>>> run_graph(int replays);
+
+  Layer& layer() { return *layer_; }
+  DeviceProblem& problem() { return *problem_; }
+  cudaStream_t stream() const { return exchange_->stream(0); }
+
+ private:
+  std::shared_ptr<RowExchange> exchange_;
+  std::unique_ptr<DeviceProblem> problem_;
+  std::unique_ptr<Layer> layer_;
+};
+
+// The GPU reference's forward outputs (out, y) for the same problem.
+StatusOr<std::vector<NamedTensor>> reference_forward(const Shape& shape, const Routing& routing, uint64_t seed);
+
+// out[t] = bf16(Σ_j fma(w[t,j], y[t,j]) + 0) on the host from a run's own y (Fs = 0): the
+// combine's contract order, which the megakernel must reproduce bit for bit.
+NamedTensor host_combine(const Shape& shape, const Routing& routing, const NamedTensor& y);
+
+const NamedTensor* find(const std::vector<NamedTensor>& ts, const std::string& name);
+
+}  // namespace detmoe::testing
