@@ -1,5 +1,6 @@
 #include "detmoe/tensor.h"
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -60,6 +61,21 @@ double NamedTensor::at(int64_t i) const {
     }
   }
   return 0;
+}
+
+std::string multi_index(int64_t flat, const std::vector<int64_t>& shape) {
+  std::vector<int64_t> idx(shape.size());
+  for (size_t d = shape.size(); d-- > 0;) {
+    const int64_t extent = std::max<int64_t>(shape[d], 1);
+    idx[d] = flat % extent;
+    flat /= extent;
+  }
+  std::string out = "[";
+  for (size_t d = 0; d < idx.size(); ++d) {
+    if (d > 0) out += ',';
+    out += std::to_string(idx[d]);
+  }
+  return out + "]";
 }
 
 double round_to_bf16(double v) {

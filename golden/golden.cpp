@@ -179,15 +179,6 @@ StatusOr<NamedTensor> load_stored_tensor(const std::string& dir, const std::stri
   return t;
 }
 
-std::string format_index(int64_t flat, const std::vector<int64_t>& shape) {
-  std::vector<int64_t> idx(shape.size());
-  for (size_t d = shape.size(); d-- > 0;) {
-    idx[d] = shape[d] ? flat % shape[d] : 0;
-    flat = shape[d] ? flat / shape[d] : 0;
-  }
-  return fmt::format("[{}]", fmt::join(idx, ", "));
-}
-
 std::vector<Difference> compare_case(const CaseRecord& recorded, const std::vector<NamedTensor>& fresh,
                                      const std::string& store_dir, const std::string& impl, const std::string& platform) {
   std::vector<Difference> diffs;
@@ -219,7 +210,7 @@ std::vector<Difference> compare_case(const CaseRecord& recorded, const std::vect
         }
         diffs.push_back({recorded.name, rec.name,
                          fmt::format("first differing element {} (flat {}): recorded {:.9g}, now {:.9g}; {} of {} elements differ",
-                                     format_index(first, t.shape), first, old->at(first), t.at(first), count, t.numel())});
+                                     multi_index(first, t.shape), first, old->at(first), t.at(first), count, t.numel())});
         continue;
       }
     }
@@ -234,8 +225,8 @@ std::vector<Difference> compare_case(const CaseRecord& recorded, const std::vect
     diffs.push_back({recorded.name, rec.name,
                      fmt::format("hash {} != recorded {}; first differing chunk holds elements {}..{} ({} of {} chunks "
                                  "differ); record with --store at the good commit to see element values",
-                                 now.hash, rec.hash, format_index(first_chunk * per_chunk, t.shape),
-                                 format_index(std::min(t.numel(), (first_chunk + 1) * per_chunk) - 1, t.shape), chunks,
+                                 now.hash, rec.hash, multi_index(first_chunk * per_chunk, t.shape),
+                                 multi_index(std::min(t.numel(), (first_chunk + 1) * per_chunk) - 1, t.shape), chunks,
                                  rec.chunk_hashes.size())});
   }
   return diffs;

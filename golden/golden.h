@@ -74,7 +74,4 @@ struct Difference {
 std::vector<Difference> compare_case(const CaseRecord& recorded, const std::vector<NamedTensor>& fresh,
                                      const std::string& store_dir, const std::string& impl, const std::string& platform);
 
-// Multi-index text of a flat index, e.g. "[3, 17]".
-std::string format_index(int64_t flat, const std::vector<int64_t>& shape);
-
 }  // namespace detmoe::golden

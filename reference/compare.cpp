@@ -9,21 +9,6 @@
 
 namespace detmoe {
 
-std::string multi_index(int64_t flat, const std::vector<int64_t>& shape) {
-  std::vector<int64_t> idx(shape.size());
-  for (size_t d = shape.size(); d-- > 0;) {
-    const int64_t extent = std::max<int64_t>(shape[d], 1);
-    idx[d] = flat % extent;
-    flat /= extent;
-  }
-  std::string out = "[";
-  for (size_t d = 0; d < idx.size(); ++d) {
-    if (d > 0) out += ',';
-    out += std::to_string(idx[d]);
-  }
-  return out + "]";
-}
-
 int64_t count_nan(const NamedTensor& t) {
   int64_t n = 0;
   for (int64_t i = 0; i < t.numel(); ++i) n += std::isnan(t.at(i)) ? 1 : 0;

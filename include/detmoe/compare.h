@@ -57,8 +57,6 @@ std::vector<BitwiseResult> compare_all_bitwise(const std::vector<NamedTensor>& a
                                                const std::vector<std::string>& skip = {});
 
 int64_t count_nan(const NamedTensor& t);
-// "[i,j,k]" of a flat index in `shape`.
-std::string multi_index(int64_t flat, const std::vector<int64_t>& shape);
 // Aligned text tables for the CLI and test logs.
 std::string format_tolerance_table(const std::vector<CompareResult>& results);
 std::string format_bitwise_table(const std::vector<BitwiseResult>& results);

@@ -30,6 +30,9 @@ struct NamedTensor {
 NamedTensor make_tensor(std::string name, DType dtype, std::vector<int64_t> shape,
                         const std::vector<double>& values);
 
+// "[i,j,k]" of a flat row-major index in `shape`: how every report names an element.
+std::string multi_index(int64_t flat, const std::vector<int64_t>& shape);
+
 // Correctly rounded fp64 -> bf16 (nearest even), returned as the bf16 value in a double.
 double round_to_bf16(double v);
 // fp64 -> fp32 (nearest even) as a double.
