@@ -1,6 +1,7 @@
 // Routing generators: every kind gives valid, reproducible routing whose token rows depend only on
 // (seed, global token id), and each distribution has the shape it promises.
 #include "detmoe/routing.h"
+#include "support/routing_generators.h"
 
 #include "detmoe/hash.h"
 
@@ -18,53 +19,10 @@
 namespace detmoe {
 namespace {
 
-// rapidcheck scales inRange / element / arbitrary by its size parameter, which crowds early cases at
-// the low end of each range; `full` draws from the whole range at every size (shrinking still works).
-template <class T>
-rc::Gen<T> full(rc::Gen<T> gen) {
-  return rc::gen::resize(rc::kNominalSize, std::move(gen));
-}
-
-Shape small_shape(int64_t T, int64_t E, int64_t k, int64_t P = 1) { return Shape{T, 64, 64, E, k, P, 0}; }
-
-// A shape of the property tests: T 1..64, P ∈ {1, 2, 4, 8}, E a multiple of P up to 64, k ≤ min(E, 8).
-rc::Gen<Shape> gen_shape() {
-  return rc::gen::exec([] {
-    const int64_t P = *full(rc::gen::element<int64_t>(1, 2, 4, 8));
-    const int64_t E = P * *full(rc::gen::inRange<int64_t>(1, 64 / P + 1));
-    const int64_t k = *full(rc::gen::inRange<int64_t>(1, std::min<int64_t>(E, 8) + 1));
-    const int64_t T = *full(rc::gen::inRange<int64_t>(1, 65));
-    return small_shape(T, E, k, P);
-  });
-}
-
-// Every generated kind, with parameters valid for `s`.
-rc::Gen<RoutingSpec> gen_spec(const Shape& s) {
-  return rc::gen::exec([s] {
-    RoutingSpec spec;
-    switch (*full(rc::gen::inRange(0, 5))) {
-      case 0: spec.kind = RoutingKind::kBalanced; break;
-      case 1:
-        spec.kind = RoutingKind::kZipf;
-        spec.zipf_s = *full(rc::gen::inRange(0, 301)) / 100.0;
-        break;
-      case 2:
-        spec.kind = RoutingKind::kHotExpert;
-        spec.hot_fraction = *full(rc::gen::inRange(0, 101)) / 100.0;
-        spec.hot_expert = *full(rc::gen::inRange<int64_t>(0, s.E));
-        break;
-      case 3:
-        spec.kind = RoutingKind::kAllToOne;
-        spec.hot_expert = *full(rc::gen::inRange<int64_t>(0, s.E));
-        break;
-      default:
-        spec.kind = RoutingKind::kEmptyExperts;
-        spec.empty_experts = *full(rc::gen::inRange<int64_t>(0, s.E - s.k + 1));
-        break;
-    }
-    return spec;
-  });
-}
+using testing::full;
+using testing::gen_routing_spec;
+using testing::gen_small_shape;
+using testing::small_shape;
 
 Routing generate_ok(const Shape& s, const RoutingSpec& spec, uint64_t seed) {
   StatusOr<Routing> r = generate_routing(s, spec, seed);
@@ -78,8 +36,8 @@ bool same_bytes(const Routing& a, const Routing& b) {
 }
 
 RC_GTEST_PROP(RoutingProperties, EveryKindGivesDistinctValidExpertsAndSoftmaxWeights, ()) {
-  const Shape s = *gen_shape();
-  const RoutingSpec spec = *gen_spec(s);
+  const Shape s = *gen_small_shape();
+  const RoutingSpec spec = *gen_routing_spec(s);
   const Routing r = generate_ok(s, spec, *full(rc::gen::arbitrary<uint64_t>()));
   RC_ASSERT(r.tokens == s.P * s.T);
   RC_ASSERT(r.k == s.k);
@@ -98,8 +56,8 @@ RC_GTEST_PROP(RoutingProperties, EveryKindGivesDistinctValidExpertsAndSoftmaxWei
 }
 
 RC_GTEST_PROP(RoutingProperties, SameSeedGivesSameBytes, ()) {
-  const Shape s = *gen_shape();
-  const RoutingSpec spec = *gen_spec(s);
+  const Shape s = *gen_small_shape();
+  const RoutingSpec spec = *gen_routing_spec(s);
   const uint64_t seed = *full(rc::gen::arbitrary<uint64_t>());
   RC_ASSERT(same_bytes(generate_ok(s, spec, seed), generate_ok(s, spec, seed)));
 }
@@ -108,7 +66,7 @@ RC_GTEST_PROP(RoutingProperties, SameSeedGivesSameBytes, ()) {
 // probability far below 2^-100.
 RC_GTEST_PROP(RoutingProperties, DifferentSeedsGiveDifferentRouting, ()) {
   const Shape s = small_shape(64, 64, 4);
-  const RoutingSpec spec = *gen_spec(s);
+  const RoutingSpec spec = *gen_routing_spec(s);
   const uint64_t seed = *full(rc::gen::arbitrary<uint64_t>());
   const uint64_t other = *full(rc::gen::distinctFrom(seed));
   const Routing a = generate_ok(s, spec, seed), b = generate_ok(s, spec, other);
@@ -123,7 +81,7 @@ RC_GTEST_PROP(RoutingProperties, TokenRowsDependOnlyOnSeedAndGlobalToken, ()) {
   const int64_t E = 8 * *full(rc::gen::inRange<int64_t>(1, 9));
   const int64_t k = *full(rc::gen::inRange<int64_t>(1, 9));
   const Shape whole = small_shape(tokens, E, k, 1);
-  const RoutingSpec spec = *gen_spec(whole);
+  const RoutingSpec spec = *gen_routing_spec(whole);
   const uint64_t seed = *full(rc::gen::arbitrary<uint64_t>());
   const Routing a = generate_ok(whole, spec, seed);
   const int64_t P = *full(rc::gen::element<int64_t>(2, 4, 8));
@@ -135,7 +93,7 @@ RC_GTEST_PROP(RoutingProperties, TokenRowsDependOnlyOnSeedAndGlobalToken, ()) {
 }
 
 RC_GTEST_PROP(RoutingProperties, EmptyExpertsReceiveNothing, ()) {
-  const Shape s = *gen_shape();
+  const Shape s = *gen_small_shape();
   RoutingSpec spec;
   spec.kind = RoutingKind::kEmptyExperts;
   spec.empty_experts = *full(rc::gen::inRange<int64_t>(0, s.E - s.k + 1));
@@ -146,7 +104,7 @@ RC_GTEST_PROP(RoutingProperties, EmptyExpertsReceiveNothing, ()) {
 }
 
 RC_GTEST_PROP(RoutingProperties, AllToOnePicksTheSameKExperts, ()) {
-  const Shape s = *gen_shape();
+  const Shape s = *gen_small_shape();
   RoutingSpec spec;
   spec.kind = RoutingKind::kAllToOne;
   spec.hot_expert = *full(rc::gen::inRange<int64_t>(0, s.E));
@@ -157,7 +115,7 @@ RC_GTEST_PROP(RoutingProperties, AllToOnePicksTheSameKExperts, ()) {
 
 RC_GTEST_PROP(RoutingProperties, TextFormRoundTrips, ()) {
   const Shape s = small_shape(1, 64, 8);
-  RoutingSpec spec = *gen_spec(s);
+  RoutingSpec spec = *gen_routing_spec(s);
   if (spec.kind == RoutingKind::kZipf && *full(rc::gen::arbitrary<bool>()))
     spec.zipf_s = *full(rc::gen::inRange(0, 1000)) / 7.0;  // exponents with long decimal forms
   const StatusOr<RoutingSpec> back = parse_routing(spec.to_string());

@@ -12,56 +12,15 @@
 #include "detmoe/config.h"
 #include "detmoe/plan.h"
 #include "detmoe/routing.h"
+#include "support/routing_generators.h"
 
 namespace detmoe {
 namespace {
 
-// rapidcheck scales inRange / element / arbitrary by its size parameter, which crowds early cases at
-// the low end of each range; `full` draws from the whole range at every size (shrinking still works).
-template <class T>
-rc::Gen<T> full(rc::Gen<T> gen) {
-  return rc::gen::resize(rc::kNominalSize, std::move(gen));
-}
-
-Shape plan_shape(int64_t T, int64_t E, int64_t k, int64_t P) { return Shape{T, 64, 64, E, k, P, 0}; }
-
-// T 1..64, P ∈ {1, 2, 4, 8}, E a multiple of P up to 64, k ≤ min(E, 8).
-rc::Gen<Shape> gen_shape() {
-  return rc::gen::exec([] {
-    const int64_t P = *full(rc::gen::element<int64_t>(1, 2, 4, 8));
-    const int64_t E = P * *full(rc::gen::inRange<int64_t>(1, 64 / P + 1));
-    const int64_t k = *full(rc::gen::inRange<int64_t>(1, std::min<int64_t>(E, 8) + 1));
-    return plan_shape(*full(rc::gen::inRange<int64_t>(1, 65)), E, k, P);
-  });
-}
-
-// Each distribution, including the degenerate ones that stress capacity and empty segments.
-rc::Gen<RoutingSpec> gen_spec(const Shape& s) {
-  return rc::gen::exec([s] {
-    RoutingSpec spec;
-    switch (*full(rc::gen::inRange(0, 5))) {
-      case 0: spec.kind = RoutingKind::kBalanced; break;
-      case 1:
-        spec.kind = RoutingKind::kZipf;
-        spec.zipf_s = *full(rc::gen::inRange(0, 301)) / 100.0;
-        break;
-      case 2:
-        spec.kind = RoutingKind::kHotExpert;
-        spec.hot_fraction = *full(rc::gen::inRange(0, 101)) / 100.0;
-        spec.hot_expert = *full(rc::gen::inRange<int64_t>(0, s.E));
-        break;
-      case 3:
-        spec.kind = RoutingKind::kAllToOne;
-        spec.hot_expert = *full(rc::gen::inRange<int64_t>(0, s.E));
-        break;
-      default:
-        spec.kind = RoutingKind::kEmptyExperts;
-        spec.empty_experts = *full(rc::gen::inRange<int64_t>(0, s.E - s.k + 1));
-        break;
-    }
-    return spec;
-  });
-}
+using testing::full;
+using testing::gen_routing_spec;
+using testing::gen_small_shape;
+using testing::small_shape;
 
 // The distribution without its parameters ("zipf:0.37" → "zipf"): what the run's tag table counts.
 std::string kind_name(const RoutingSpec& spec) {
@@ -76,8 +35,8 @@ struct Case {
 
 Case gen_case() {
   Case c;
-  c.shape = *gen_shape();
-  const RoutingSpec spec = *gen_spec(c.shape);
+  c.shape = *gen_small_shape();
+  const RoutingSpec spec = *gen_routing_spec(c.shape);
   StatusOr<Routing> r = generate_routing(c.shape, spec, *full(rc::gen::arbitrary<uint64_t>()));
   RC_ASSERT(r.ok());
   c.routing = std::move(r).value();
@@ -222,13 +181,13 @@ RC_GTEST_PROP(PlanProperties, GlobalRowOrderIsTheSameForEveryEpSize, ()) {
   const int64_t N = 8 * *full(rc::gen::inRange<int64_t>(1, 9));
   const int64_t E = 8 * *full(rc::gen::inRange<int64_t>(1, 9));
   const int64_t k = *full(rc::gen::inRange<int64_t>(1, 9));
-  const Shape single = plan_shape(N, E, k, 1);
-  const RoutingSpec spec = *gen_spec(single);
+  const Shape single = small_shape(N, E, k, 1);
+  const RoutingSpec spec = *gen_routing_spec(single);
   RC_TAG(kind_name(spec));
   const Routing r = generate_routing(single, spec, *full(rc::gen::arbitrary<uint64_t>())).value();
   const RoutingPlan base = plan_ok(single, r.topk_idx);
   for (int64_t P : {2, 4, 8}) {
-    const RoutingPlan split = plan_ok(plan_shape(N / P, E, k, P), r.topk_idx);
+    const RoutingPlan split = plan_ok(small_shape(N / P, E, k, P), r.topk_idx);
     RC_ASSERT(split.expert_count == base.expert_count);
     RC_ASSERT(split.expert_offset == base.expert_offset);
     RC_ASSERT(split.row_token == base.row_token);
