@@ -4,6 +4,8 @@
 
 #include "detmoe/data.h"
 #include "detmoe/oracle.h"
+#include "detmoe/device_problem.h"
+#include "detmoe/layer.h"
 #include "detmoe/reference_session.h"
 
 #include <cuda_runtime_api.h>
@@ -58,10 +60,37 @@ StatusOr<std::vector<NamedTensor>> run_reference_problem(const HostProblem& p) {
   return (*session)->run(p.backward());
 }
 
+// The forward megakernel (work in progress, docs/MEGAKERNEL.md): forward only for now.
+StatusOr<std::vector<NamedTensor>> run_megakernel_problem(const HostProblem& p) {
+  if (!p.seed) return Status(ErrorCode::kNotImplemented, "the megakernel runs seeded problems only (inputs filled on the device)");
+  if (p.backward()) return Status(ErrorCode::kNotImplemented, "the megakernel's backward is not built yet (forward only)");
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0)
+    return Status(ErrorCode::kCudaError, "the megakernel needs a CUDA device and this process sees none");
+  int device = 0;
+  cudaGetDevice(&device);
+  auto ex = make_loopback_exchange(static_cast<int>(p.shape.P), device);
+  if (!ex.ok()) return ex.status();
+  DeviceProblemOptions po;
+  po.grad_precision = p.grad_precision;
+  auto problem = DeviceProblem::create(p.shape, p.routing, *p.seed, **ex, po);
+  if (!problem.ok()) return problem.status();
+  LayerOptions options;
+  options.device = device;
+  auto layer = Layer::create(p.shape, LayerConfig{}, options);
+  if (!layer.ok()) return layer.status();
+  cudaStream_t stream = (*ex)->stream(0);
+  DETMOE_RETURN_IF_ERROR((*problem)->poison_outputs());
+  DETMOE_RETURN_IF_ERROR((*layer)->forward({(*problem)->inputs(), (*problem)->outputs()}, stream));
+  DETMOE_RETURN_IF_ERROR((*layer)->synchronize(stream));
+  return (*problem)->download(false);
+}
+
 const std::vector<ImplEntry>& registry() {
   static const std::vector<ImplEntry> kImpls = {
       {"oracle", &cpu_platform, &run_oracle_problem},
       {"reference", &gpu_platform, &run_reference_problem},
+      {"megakernel", &gpu_platform, &run_megakernel_problem},
   };
   return kImpls;
 }
