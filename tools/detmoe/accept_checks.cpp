@@ -81,10 +81,10 @@ GpuRun run_reference_twice(int gpu, const Shape& shape, const std::string& routi
 }
 
 CheckResult check_layer(const std::string& name, int gpu, const Shape& shape, const std::string& routing_text,
-                        uint64_t seed, bool against_oracle, std::vector<std::string>* hashes_out) {
+                        uint64_t seed, bool against_oracle, std::vector<std::string>* hashes_out, bool backward) {
   const auto t0 = std::chrono::steady_clock::now();
   CheckResult c{name, CheckTarget::gpu(gpu), Verdict::kPass, "", {}, 0};
-  const GpuRun run = run_reference_twice(gpu, shape, routing_text, seed, true);
+  const GpuRun run = run_reference_twice(gpu, shape, routing_text, seed, backward);
   if (!run.error.empty()) {
     c.verdict = Verdict::kFail;
     c.severity = report::Severity::kTriage;
@@ -105,7 +105,9 @@ CheckResult check_layer(const std::string& name, int gpu, const Shape& shape, co
     const auto spec = parse_routing(routing_text).value();
     const Routing routing = generate_routing(shape, spec, seed).value();
     OracleOptions opt;
-    const auto oracle = run_oracle(make_oracle_inputs(generate_layer_data(shape, seed), routing), opt).value();
+    OracleInputs in = make_oracle_inputs(generate_layer_data(shape, seed), routing);
+    if (!backward) in.dout.clear();
+    const auto oracle = run_oracle(in, opt).value();
     for (const CompareResult& r : compare_all_with_tolerance(run.first, oracle_output_tensors(oracle, shape, opt))) {
       worst = std::max(worst, r.max_err_ratio);
       if (!r.ok())
@@ -116,7 +118,8 @@ CheckResult check_layer(const std::string& name, int gpu, const Shape& shape, co
   if (hashes_out)
     for (const NamedTensor& t : run.first) hashes_out->push_back(t.name + ":" + t.hash().hex());
   if (problems.empty()) {
-    c.detail = fmt::format("{} routing={}: {} outputs, rerun bitwise equal{}, {:.2f} s", shape.to_string(), routing_text,
+    c.detail = fmt::format("{} routing={} {}: {} outputs, rerun bitwise equal{}, GPU {:.2f} s", shape.to_string(), routing_text,
+                           backward ? "fwd+bwd" : "fwd",
                            run.first.size(), against_oracle ? fmt::format(", worst error {:.2f} of the oracle tolerance", worst) : "",
                            run.seconds);
   } else {

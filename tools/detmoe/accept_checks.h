@@ -26,7 +26,8 @@ GpuRun run_reference_twice(int gpu, const Shape& shape, const std::string& routi
 
 // Rerun bits equal, nothing left NaN; and, when `against_oracle`, within tolerance of the oracle.
 report::CheckResult check_layer(const std::string& name, int gpu, const Shape& shape, const std::string& routing,
-                                uint64_t seed, bool against_oracle, std::vector<std::string>* hashes_out = nullptr);
+                                uint64_t seed, bool against_oracle, std::vector<std::string>* hashes_out = nullptr,
+                                bool backward = true);
 
 // Every GPU of the same model must produce the same bits for the same problem: a mismatch names
 // the GPU whose hashes differ from GPU `reference_gpu`'s.

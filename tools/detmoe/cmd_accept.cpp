@@ -6,7 +6,8 @@
 //   level 2 (minutes): + per GPU the small shapes and scaled copies of the named shapes
 //                      against the oracle, the full named shapes rerun bitwise, golden hashes;
 //                      NCCL pair bandwidth when there is more than one GPU.
-//   level 3 (long):    + repeated reruns, and per-GPU speed against the peers' median.
+//   level 3 (long):    + the scaled named shapes' backward against the oracle, repeated
+//                      reruns, and per-GPU speed against the peers' median.
 // Without a GPU the GPU checks are Skip with the reason (a CPU-only result, exit 0), unless
 // --require-gpu makes that a Fail.
 #include <fmt/format.h>
@@ -166,7 +167,7 @@ int run_accept(const AcceptArgs& a) {
     const std::vector<std::vector<const char*>> stages_by_level = {
         {"tiny-layer", "cross-gpu-bitwise"},
         {"vs-oracle", "rerun-full-shapes", "golden/reference", "nccl-pair-bandwidth"},
-        {"reruns-under-load", "speed-vs-peers"}};
+        {"vs-oracle-bwd", "reruns-under-load", "speed-vs-peers"}};
     for (int level = 1; level <= a.level; ++level)
       for (const char* stage : stages_by_level[level - 1]) v.add({stage, CheckTarget::cpu(), verdict, why, {}, 0});
     fmt::print("\nCPU-only result: GPU stages skipped ({}).\n", why);
@@ -184,7 +185,10 @@ int run_accept(const AcceptArgs& a) {
           v.add(check_layer(fmt::format("vs-oracle/{}", name), gpu, find_named_shape(name).value(), "zipf1", 2, true));
         for (const char* name : {"qwen3-30b-a3b", "deepseek-v3", "mixtral-8x7b", "gpt-oss-120b"}) {
           const Shape full = find_named_shape(name).value();
-          v.add(check_layer(fmt::format("vs-oracle/{}@T64", name), gpu, scaled_shape(full, 64), "balanced", 3, true));
+          // Forward only: the oracle's fp64 weight gradients of these shapes are E·F·H·3 doubles
+          // (up to 24 GB, minutes); their backward is covered by the rerun and golden checks.
+          v.add(check_layer(fmt::format("vs-oracle-fwd/{}@T64", name), gpu, scaled_shape(full, 64), "balanced", 3, true,
+                            nullptr, false));
           v.add(check_layer(fmt::format("rerun/{}", name), gpu, full, "balanced", 4, false));
         }
         golden_check_on_gpu(v, gpu);
@@ -198,6 +202,11 @@ int run_accept(const AcceptArgs& a) {
     // Level 3.
     if (a.level >= 3) {
       const Shape small = find_named_shape("small").value();
+      // The scaled named shapes' backward against the oracle (minutes: fp64 weight gradients).
+      for (int gpu : gpus)
+        for (const char* name : {"qwen3-30b-a3b", "deepseek-v3", "mixtral-8x7b", "gpt-oss-120b"})
+          v.add(check_layer(fmt::format("vs-oracle-bwd/{}@T64", name), gpu, scaled_shape(find_named_shape(name).value(), 64),
+                            "balanced", 3, true));
       for (int gpu : gpus) {
         const auto t0 = std::chrono::steady_clock::now();
         std::vector<std::string> first, now;
