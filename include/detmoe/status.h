@@ -84,7 +84,8 @@ class [[nodiscard]] StatusOr {
     if (!ok()) throw Error(std::get<Status>(v_));
     return std::get<T>(v_);
   }
-  T&& value() && {
+  // By value: `for (auto& x : f().value())` must not dangle into the destroyed temporary.
+  T value() && {
     if (!ok()) throw Error(std::get<Status>(v_));
     return std::get<T>(std::move(v_));
   }

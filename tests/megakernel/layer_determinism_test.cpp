@@ -18,15 +18,7 @@ namespace {
 using testing::bitwise_equal;
 using testing::make_routing;
 using testing::MegakernelCase;
-
-std::vector<NamedTensor> run_once(const Shape& s, const Routing& r, uint64_t seed, LayerConfig config = {}) {
-  auto c = MegakernelCase::create(s, r, seed, config);
-  EXPECT_TRUE(c.ok()) << c.status().to_string();
-  if (!c.ok()) return {};
-  auto out = (*c)->run();
-  EXPECT_TRUE(out.ok()) << out.status().to_string();
-  return out.ok() ? *out : std::vector<NamedTensor>{};
-}
+using testing::run_megakernel_once;
 
 int device_sms() {
   int sms = 0;
@@ -56,7 +48,7 @@ TEST(MegakernelD0, RerunsGiveIdenticalBitsWithOtherWorkBetween) {
 TEST(MegakernelD1, SmCountsAndKnobsGiveIdenticalBits) {
   DETMOE_REQUIRE_GPU();
   const Routing r = make_routing(kShape, "balanced", 32);
-  const auto base = run_once(kShape, r, 32);
+  const auto base = run_megakernel_once(kShape, r, 32);
   ASSERT_FALSE(base.empty());
   const int sms = device_sms();
   for (int n : {132, 100, 66, 17, 1}) {
@@ -67,7 +59,7 @@ TEST(MegakernelD1, SmCountsAndKnobsGiveIdenticalBits) {
       c.comm_sms = comm;
       c.overlap_rows = rows;
       SCOPED_TRACE(::testing::Message() << "num_sms " << n << " comm_sms " << comm << " overlap_rows " << rows);
-      EXPECT_TRUE(bitwise_equal(run_once(kShape, r, 32, c), base));
+      EXPECT_TRUE(bitwise_equal(run_megakernel_once(kShape, r, 32, c), base));
     }
   }
 }
@@ -76,11 +68,11 @@ TEST(MegakernelD2, LoopbackEpSizesGiveIdenticalBits) {
   DETMOE_REQUIRE_GPU();
   const Shape global{1024, 256, 128, 16, 4, 1, 64};
   const Routing r = make_routing(global, "zipf:2", 33);
-  const auto base = run_once(global, r, 33);
+  const auto base = run_megakernel_once(global, r, 33);
   ASSERT_FALSE(base.empty());
   for (int64_t P : {2, 4, 8}) {
     SCOPED_TRACE(::testing::Message() << "P = " << P);
-    EXPECT_TRUE(bitwise_equal(run_once(testing::shape_with(global, P), r, 33), base, {}));
+    EXPECT_TRUE(bitwise_equal(run_megakernel_once(testing::shape_with(global, P), r, 33), base, {}));
   }
 }
 
@@ -91,7 +83,7 @@ TEST(MegakernelD3, TokenSubsetReproducesItsRows) {
   DETMOE_REQUIRE_GPU();
   const Shape full{640, 256, 128, 16, 4, 1, 0};
   const Routing r = make_routing(full, "balanced", 34);
-  const auto base = run_once(full, r, 34);
+  const auto base = run_megakernel_once(full, r, 34);
   ASSERT_FALSE(base.empty());
   // The first 256 tokens alone: same data (seeded by global index) and same routing rows.
   Shape sub = full;
@@ -100,7 +92,7 @@ TEST(MegakernelD3, TokenSubsetReproducesItsRows) {
   rs.tokens = 256;
   rs.topk_idx.resize(256 * full.k);
   rs.topk_w.resize(256 * full.k);
-  const auto part = run_once(sub, rs, 34);
+  const auto part = run_megakernel_once(sub, rs, 34);
   ASSERT_FALSE(part.empty());
   for (const char* name : {"out", "y"}) {
     const NamedTensor* a = testing::find(part, name);

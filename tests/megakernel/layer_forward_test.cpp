@@ -14,16 +14,8 @@ namespace {
 using testing::all_written;
 using testing::make_routing;
 using testing::MegakernelCase;
+using testing::run_megakernel_once;
 using testing::within_tolerance;
-
-std::vector<NamedTensor> run_megakernel(const Shape& s, const Routing& r, uint64_t seed, LayerConfig config = {}) {
-  auto c = MegakernelCase::create(s, r, seed, config);
-  EXPECT_TRUE(c.ok()) << c.status().to_string();
-  if (!c.ok()) return {};
-  auto out = (*c)->run();
-  EXPECT_TRUE(out.ok()) << out.status().to_string();
-  return out.ok() ? *out : std::vector<NamedTensor>{};
-}
 
 struct Case {
   Shape shape;
@@ -38,7 +30,7 @@ TEST_P(MegakernelVsReference, OutAndYWithinTolerance) {
   DETMOE_REQUIRE_GPU();
   const Case& c = GetParam();
   const Routing r = make_routing(c.shape, c.routing, 21);
-  const auto got = run_megakernel(c.shape, r, 21);
+  const auto got = run_megakernel_once(c.shape, r, 21);
   ASSERT_FALSE(got.empty());
   EXPECT_TRUE(all_written(got));
   auto ref = testing::reference_forward(c.shape, r, 21);
@@ -65,7 +57,7 @@ TEST(MegakernelNamedShapes, ScaledDownMatchReference) {
     for (const char* routing : {"balanced", "zipf:1"}) {
       SCOPED_TRACE(std::string(name) + " " + routing);
       const Routing r = make_routing(s, routing, 3);
-      const auto got = run_megakernel(s, r, 3);
+      const auto got = run_megakernel_once(s, r, 3);
       ASSERT_FALSE(got.empty());
       auto ref = testing::reference_forward(s, r, 3);
       ASSERT_TRUE(ref.ok()) << ref.status().to_string();
@@ -82,7 +74,7 @@ TEST(MegakernelNamedShapes, ScaledDownMatchOracle) {
     s.Fs = 128;  // the shared expert on as well
     SCOPED_TRACE(name);
     const Routing r = make_routing(s, "balanced", 4);
-    const auto got = run_megakernel(s, r, 4);
+    const auto got = run_megakernel_once(s, r, 4);
     ASSERT_FALSE(got.empty());
     const auto oracle = testing::oracle_tensors(s, r, 4, GradPrecision::kFP32, false);
     EXPECT_TRUE(within_tolerance(got, oracle));
@@ -96,7 +88,7 @@ TEST(MegakernelCombine, OutIsTheContractSumOfItsOwnY) {
   for (int64_t P : {1, 2}) {
     const Shape s{333, 256, 128, 16, 5, P, 0};
     const Routing r = make_routing(s, "balanced", 8);
-    const auto got = run_megakernel(s, r, 8);
+    const auto got = run_megakernel_once(s, r, 8);
     ASSERT_FALSE(got.empty());
     const NamedTensor* y = testing::find(got, "y");
     const NamedTensor* out = testing::find(got, "out");
@@ -139,7 +131,7 @@ TEST(MegakernelLayer, WithoutYOutputStillComputesOut) {
   auto got = (*c)->run();
   ASSERT_TRUE(got.ok()) << got.status().to_string();
   EXPECT_TRUE(all_written(*got));
-  const auto with_y = run_megakernel(s, r, 9);
+  const auto with_y = run_megakernel_once(s, r, 9);
   EXPECT_TRUE(testing::bitwise_equal(*got, with_y, {"y"}));
 }
 

@@ -1,5 +1,7 @@
 #include "layer_test_util.h"
 
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <cstring>
 
@@ -62,6 +64,15 @@ StatusOr<std::vector<std::vector<NamedTensor>>> MegakernelCase::run_graph(int re
   cudaGraphDestroy(graph);
   if (!status.ok()) return status;
   return all;
+}
+
+std::vector<NamedTensor> run_megakernel_once(const Shape& s, const Routing& r, uint64_t seed, LayerConfig config) {
+  auto c = MegakernelCase::create(s, r, seed, config);
+  EXPECT_TRUE(c.ok()) << c.status().to_string();
+  if (!c.ok()) return {};
+  auto out = (*c)->run();
+  EXPECT_TRUE(out.ok()) << out.status().to_string();
+  return out.ok() ? *out : std::vector<NamedTensor>{};
 }
 
 StatusOr<std::vector<NamedTensor>> reference_forward(const Shape& shape, const Routing& routing, uint64_t seed) {

@@ -40,6 +40,9 @@ class MegakernelCase {
 };
 
 // The GPU reference's forward outputs (out, y) for the same problem.
+// One forward of a fresh MegakernelCase; a failure is a test failure (EXPECT) and an empty list.
+std::vector<NamedTensor> run_megakernel_once(const Shape& s, const Routing& r, uint64_t seed, LayerConfig config = {});
+
 StatusOr<std::vector<NamedTensor>> reference_forward(const Shape& shape, const Routing& routing, uint64_t seed);
 
 // out[t] = bf16(Σ_j fma(w[t,j], y[t,j]) + 0) on the host from a run's own y (Fs = 0): the

@@ -9,6 +9,7 @@
 #include "detmoe/data.h"
 #include "detmoe/oracle.h"
 #include "detmoe/reference_session.h"
+#include "impl_registry.h"
 
 namespace detmoe::cli {
 namespace {
@@ -25,14 +26,12 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 
 CheckResult check_oracle_rerun() {
   const auto t0 = std::chrono::steady_clock::now();
-  const Shape shape = find_named_shape("tiny").value();
-  const LayerData data = generate_layer_data(shape, 7);
-  const Routing routing = generate_routing(shape, RoutingSpec{}, 7).value();
-  const OracleInputs in = make_oracle_inputs(data, routing);
-  OracleOptions opt;
+  const HostProblem problem =
+      make_seeded_problem(find_named_shape("tiny").value(), RoutingSpec{}, 7, true, GradPrecision::kFP32).value();
+  const ImplEntry oracle = find_impl("oracle").value();
   auto hashes = [&] {
     std::vector<std::string> h;
-    for (const auto& t : oracle_output_tensors(run_oracle(in, opt).value(), shape, opt)) h.push_back(t.hash().hex());
+    for (const auto& t : oracle.run(problem).value()) h.push_back(t.hash().hex());
     return h;
   };
   const auto a = hashes(), b = hashes();
