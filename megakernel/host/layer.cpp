@@ -36,23 +36,6 @@ struct Layer::Impl {
 
 namespace {
 
-// Carves aligned pieces out of one allocation.
-class Carver {
- public:
-  explicit Carver(void* base) : at_(static_cast<char*>(base)) {}
-  template <class T>
-  T* take(int64_t count) {
-    if (count <= 0) return nullptr;
-    T* p = reinterpret_cast<T*>(at_);
-    at_ += (static_cast<int64_t>(sizeof(T)) * count + 255) / 256 * 256;
-    return p;
-  }
-  char* at() const { return at_; }
-
- private:
-  char* at_;
-};
-
 gemm::host::MatrixView view(const void* p, int64_t rows, int64_t cols) {
   return gemm::host::MatrixView{p, gemm::host::ElementType::kBF16, rows, cols, cols};
 }
@@ -104,32 +87,11 @@ StatusOr<std::unique_ptr<Layer>> Layer::create(const Shape& shape, const LayerCo
   const LayerSizes& z = impl->sizes;
   DETMOE_CUDA_RETURN(cudaMalloc(&impl->memory, static_cast<size_t>(z.workspace_bytes)));
 
-  Carver c(impl->memory);
+  const mk::WorkspaceLayout layout =
+      mk::layout_workspace(reinterpret_cast<uintptr_t>(impl->memory), shape, impl->sizes);
+  impl->ws = layout.ws;
   mk::Workspace& ws = impl->ws;
-  // Control words first, so one memset initialises them.
-  ws.launch_state = c.take<unsigned int>(2);
-  ws.bad_key = c.take<unsigned long long>(1);
-  ws.barriers = c.take<unsigned long long>(mk::kPlanBarriers);
-  ws.error = c.take<mk::DeviceErrorRecord>(1);
-  ws.counters = c.take<unsigned long long>(z.counter_words);
-  const size_t control_bytes = static_cast<size_t>(c.at() - static_cast<char*>(impl->memory));
-  ws.chunk_base = c.take<int32_t>(z.chunk_cells);
-  ws.expert_count = c.take<int32_t>(shape.E);
-  ws.expert_offset = c.take<int32_t>(shape.E + 1);
-  ws.mblock_offset = c.take<int32_t>(shape.E + 1);
-  ws.rank_row_begin = c.take<int32_t>(shape.P + 1);
-  ws.slot_row = c.take<int32_t>(z.rows);
-  ws.row_token = c.take<int32_t>(z.rows);
-  ws.row_slot = c.take<int32_t>(z.rows);
-  ws.recv = c.take<uint16_t>(z.recv);
-  ws.act = c.take<uint16_t>(z.act);
-  ws.h = c.take<uint16_t>(z.h);
-  ws.y_sorted = c.take<uint16_t>(z.y_sorted);
-  ws.slots = c.take<uint16_t>(z.slots);
-  ws.act_s = c.take<uint16_t>(z.act_s);
-  ws.s = c.take<uint16_t>(z.s);
-  if (c.at() - static_cast<char*>(impl->memory) > z.workspace_bytes)
-    return Status(ErrorCode::kInternal, "megakernel: workspace carving overran its allocation");
+  const auto control_bytes = static_cast<size_t>(layout.control_bytes);
 
   // Counters at epoch 0, the first launch runs epoch 1; no bad-input key; no fault.
   DETMOE_CUDA_RETURN(cudaMemset(impl->memory, 0, control_bytes));

@@ -65,12 +65,58 @@ StatusOr<LayerSizes> layer_sizes(const Shape& shape, const LayerConfig& config) 
   z.act_s = Fs > 0 ? P * T * Fs : 0;
   z.s = Fs > 0 ? P * T * H : 0;
   z.chunk_cells = P * z.chunks_per_rank * shape.E;
-  const int64_t ints = z.chunk_cells + shape.E + 2 * (shape.E + 1) + (P + 1) + 3 * z.rows;
-  z.workspace_bytes = round256(ints * 4) + round256(8 * (1 + kPlanBarriers) + 8) + round256(sizeof(DeviceErrorRecord)) +
-                      round256(z.counter_words * 8) +
-                      2 * (round256(z.recv) + round256(z.act) + round256(z.h) + round256(z.y_sorted) +
-                           round256(z.slots) + round256(z.act_s) + round256(z.s));
+  z.workspace_bytes = layout_workspace(0, shape, z).total_bytes;
   return z;
+}
+
+namespace {
+
+// Hands out 256-byte aligned pieces from a base address.
+class Carver {
+ public:
+  explicit Carver(uintptr_t base) : base_(base), at_(base) {}
+  template <class T>
+  T* take(int64_t count) {
+    if (count <= 0) return nullptr;
+    T* p = reinterpret_cast<T*>(at_);
+    at_ += static_cast<uintptr_t>(round256(static_cast<int64_t>(sizeof(T)) * count));
+    return p;
+  }
+  int64_t used() const { return static_cast<int64_t>(at_ - base_); }
+
+ private:
+  uintptr_t base_, at_;
+};
+
+}  // namespace
+
+WorkspaceLayout layout_workspace(uintptr_t base, const Shape& shape, const LayerSizes& z) {
+  WorkspaceLayout out;
+  Carver c(base);
+  Workspace& ws = out.ws;
+  ws.launch_state = c.take<unsigned int>(2);
+  ws.bad_key = c.take<unsigned long long>(1);
+  ws.barriers = c.take<unsigned long long>(kPlanBarriers);
+  ws.error = c.take<DeviceErrorRecord>(1);
+  ws.counters = c.take<unsigned long long>(z.counter_words);
+  out.control_bytes = c.used();
+  ws.chunk_base = c.take<int32_t>(z.chunk_cells);
+  ws.expert_count = c.take<int32_t>(shape.E);
+  ws.expert_offset = c.take<int32_t>(shape.E + 1);
+  ws.mblock_offset = c.take<int32_t>(shape.E + 1);
+  ws.rank_row_begin = c.take<int32_t>(shape.P + 1);
+  ws.slot_row = c.take<int32_t>(z.rows);
+  ws.row_token = c.take<int32_t>(z.rows);
+  ws.row_slot = c.take<int32_t>(z.rows);
+  ws.recv = c.take<uint16_t>(z.recv);
+  ws.act = c.take<uint16_t>(z.act);
+  ws.h = c.take<uint16_t>(z.h);
+  ws.y_sorted = c.take<uint16_t>(z.y_sorted);
+  ws.slots = c.take<uint16_t>(z.slots);
+  ws.act_s = c.take<uint16_t>(z.act_s);
+  ws.s = c.take<uint16_t>(z.s);
+  out.total_bytes = c.used();
+  return out;
 }
 
 std::string describe_task(uint64_t id) {

@@ -35,6 +35,16 @@ Status check_megakernel_limits(const Shape& shape, const LayerConfig& config, in
 
 StatusOr<LayerSizes> layer_sizes(const Shape& shape, const LayerConfig& config);
 
+// Lays the workspace out from `base` (each piece 256-byte aligned; control words first so one
+// memset initialises them) and returns its total bytes. The one place the layout is written:
+// layer_sizes() sizes the allocation with it (base 0) and Layer::create carves with it.
+struct WorkspaceLayout {
+  Workspace ws{};
+  int64_t control_bytes = 0;  // launch state, bad key, barriers, fault record, counters
+  int64_t total_bytes = 0;
+};
+WorkspaceLayout layout_workspace(uintptr_t base, const Shape& shape, const LayerSizes& sizes);
+
 // "GEMM1 tile 7 of rank 1" etc.
 std::string describe_task(uint64_t task_id);
 std::string describe_counter(CounterKind kind, uint32_t rank, int64_t index);

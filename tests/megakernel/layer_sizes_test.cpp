@@ -57,6 +57,45 @@ TEST(LayerSizes, UserCapacityAndNoSavedH) {
   EXPECT_EQ(z->s, 0);
 }
 
+// The allocation is sized by the same layout that carves it (the first GPU run found the two
+// disagreeing): every piece is 256-byte aligned, inside the allocation and disjoint from the
+// others, and the control words come first so one memset covers them.
+TEST(LayerSizes, WorkspacePiecesAreAlignedDisjointAndInside) {
+  for (bool save_h : {true, false}) {
+    for (const Shape& s : {Shape{1000, 256, 192, 16, 4, 2, 64}, small_shape(), Shape{1, 64, 64, 1, 1, 1, 0}}) {
+      LayerConfig c;
+      c.save_h = save_h;
+      auto z = layer_sizes(s, c);
+      ASSERT_TRUE(z.ok()) << z.status().to_string();
+      const uintptr_t base = uintptr_t{1} << 40;
+      const WorkspaceLayout L = layout_workspace(base, s, *z);
+      EXPECT_EQ(L.total_bytes, z->workspace_bytes);
+      const Workspace& w = L.ws;
+      struct Piece { const void* p; int64_t bytes; };
+      const Piece pieces[] = {
+          {w.launch_state, 8}, {w.bad_key, 8}, {w.barriers, 8 * kPlanBarriers}, {w.error, sizeof(DeviceErrorRecord)},
+          {w.counters, 8 * z->counter_words}, {w.chunk_base, 4 * z->chunk_cells}, {w.expert_count, 4 * s.E},
+          {w.expert_offset, 4 * (s.E + 1)}, {w.mblock_offset, 4 * (s.E + 1)}, {w.rank_row_begin, 4 * (s.P + 1)},
+          {w.slot_row, 4 * z->rows}, {w.row_token, 4 * z->rows}, {w.row_slot, 4 * z->rows}, {w.recv, 2 * z->recv},
+          {w.act, 2 * z->act}, {w.h, 2 * z->h}, {w.y_sorted, 2 * z->y_sorted}, {w.slots, 2 * z->slots},
+          {w.act_s, 2 * z->act_s}, {w.s, 2 * z->s}};
+      uintptr_t end = base;
+      for (const Piece& q : pieces) {
+        if (q.bytes == 0) {
+          EXPECT_EQ(q.p, nullptr);
+          continue;
+        }
+        const auto at = reinterpret_cast<uintptr_t>(q.p);
+        EXPECT_EQ(at % 256, 0u);
+        EXPECT_GE(at, end);  // in order, no overlap
+        end = at + static_cast<uintptr_t>(q.bytes);
+      }
+      EXPECT_LE(end, base + static_cast<uintptr_t>(L.total_bytes));
+      EXPECT_EQ(reinterpret_cast<uintptr_t>(w.chunk_base), base + static_cast<uintptr_t>(L.control_bytes));
+    }
+  }
+}
+
 TEST(LayerLimits, NamesTheOffendingValue) {
   LayerConfig c;
   EXPECT_TRUE(check_megakernel_limits(small_shape(), c, 132).ok());

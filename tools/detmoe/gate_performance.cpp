@@ -103,7 +103,19 @@ std::vector<report::CheckResult> run_performance_checks(const nlohmann::json& sp
                         fmt::format("cannot open stored results {}", stored_path), {}, 0});
       continue;
     }
-    const auto stored = benchmark_medians(nlohmann::json::parse(f));
+    std::vector<std::pair<std::string, double>> stored;
+    try {
+      stored = benchmark_medians(nlohmann::json::parse(f));
+    } catch (const nlohmann::json::exception& e) {
+      checks.push_back({"performance/" + binary, report::CheckTarget::cpu(), report::Verdict::kFail,
+                        fmt::format("stored results {} are not Google Benchmark JSON: {}", stored_path, e.what()), {}, 0});
+      continue;
+    }
+    if (stored.empty()) {
+      checks.push_back({"performance/" + binary, report::CheckTarget::cpu(), report::Verdict::kFail,
+                        fmt::format("stored results {} hold no benchmark", stored_path), {}, 0});
+      continue;
+    }
     std::map<std::string, std::vector<double>> fresh;
     for (int r = 0; r < repeats; ++r) {
       std::string out;
@@ -115,7 +127,13 @@ std::vector<report::CheckResult> run_performance_checks(const nlohmann::json& sp
                           fmt::format("could not run {} (repeat {})", binary, r + 1), {}, 0});
         break;
       }
-      for (const auto& [name, med] : benchmark_medians(nlohmann::json::parse(out))) fresh[name].push_back(med);
+      try {
+        for (const auto& [name, med] : benchmark_medians(nlohmann::json::parse(out))) fresh[name].push_back(med);
+      } catch (const nlohmann::json::exception& e) {
+        checks.push_back({"performance/" + binary, report::CheckTarget::cpu(), report::Verdict::kFail,
+                          fmt::format("{} printed no Google Benchmark JSON (repeat {}): {}", binary, r + 1, e.what()), {}, 0});
+        break;
+      }
     }
     for (const auto& [name, med] : stored) checks.push_back(judge_slowdown(name, med, fresh[name], max_slowdown));
   }
