@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# One device call for the forward megakernel (issue 5) and the gate (issue 6): build, the gate
+# with stored speed medians and a planted change, then the megakernel tests filter by filter
+# (time-boxed: a wrong kernel may hang inside a CTA), compute-sanitizer on a small case, and
+# `detmoe bench --impl megakernel` when asked. Logs to $OUT.
+#   OUT=dir MK_FILTERS='...' MK_SANITIZE=1 MK_BENCH=1 perf/megakernel_device_run.sh
+set -uo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+OUT=${OUT:-$root/out-device}
+mkdir -p "$OUT"
+source "$root/ci/device-env.sh"
+start=$(date +%s)
+left() { echo $(( ${MK_BUDGET_S:-540} - ($(date +%s) - start) )); }
+step() { echo; echo "=== $* ($(date +%T), $(left) s left)"; }
+log=$OUT/megakernel-run.log
+{
+  step build
+  "$root/ci/device-build.sh" build-device 2>&1 | grep -E "error|FAILED|Linking CXX executable detmoe$" | head -20
+  cd "$root/build-device" || exit 1
+  if [ "${MK_GATE:-1}" = 1 ]; then
+    step gate: stored speed medians, the gate, a planted change
+    ./detmoe golden record --impl reference --store "$root/golden-store" | tail -1
+    ./perf/detmoe_perf_layer --shapes=qwen3-30b-a3b --routings=balanced --benchmark_filter=/fwd/ --benchmark_repetitions=5 \
+      --benchmark_report_aggregates_only=true --benchmark_format=json >"$OUT/gate-perf-h200.json"
+    cp "$OUT/gate-perf-h200.json" "$root/reports/results/"
+    sed 's|"golden": {"impls": \["oracle", "reference"\]}|"golden": {"impls": ["oracle", "reference"], "store": "../golden-store"}|' \
+      "$root/ci/gate-baseline-gpu.json" >"$root/ci/gate-baseline-gpu-store.json"
+    ./detmoe gate --baseline "$root/ci/gate-baseline-gpu-store.json" --report "$OUT/gate-report.json" | grep -vE "^Pass golden"
+    echo "gate exit ${PIPESTATUS[0]}"
+    DETMOE_TEST_PLANT=combine-reversed ./detmoe gate --baseline "$root/ci/gate-baseline-gpu-store.json" \
+      --report "$OUT/gate-planted-report.json" | grep -E "FAIL|Fail|gate" | head -12
+    echo "planted gate exit ${PIPESTATUS[0]}"
+  fi
+  step megakernel tests
+  mk=./tests/megakernel/detmoe_layer_test
+  filters=${MK_FILTERS:-'MegakernelPlan.*:LayerSizes.* MegakernelFaults.* MegakernelLayer.*:MegakernelCombine.* *MegakernelVsReference* MegakernelD*:MegakernelGraph.* MegakernelNamedShapes.* MegakernelProperty.*'}
+  for f in $filters; do
+    [ "$(left)" -lt 40 ] && { echo "SKIPPED $f: out of time"; continue; }
+    echo "--- $f" >>"$OUT/megakernel.log"
+    RC_PARAMS="max_success=${MK_RC:-30}" timeout 60 $mk --gtest_filter="$f" >>"$OUT/megakernel.log" 2>&1
+    echo "$f exit $?"
+  done
+  grep -E "^\[ *(OK|FAILED) *\]" "$OUT/megakernel.log" | grep -v "listed below" | sort | uniq | head -60
+  if [ "${MK_SANITIZE:-1}" = 1 ] && [ "$(left)" -gt 100 ]; then
+    for tool in memcheck racecheck; do
+      step compute-sanitizer $tool on a small case
+      timeout 90 compute-sanitizer --tool $tool --error-exitcode 9 $mk \
+        --gtest_filter='MegakernelCombine.*' >"$OUT/sanitizer-$tool.log" 2>&1
+      echo "$tool exit $?"; tail -4 "$OUT/sanitizer-$tool.log"
+    done
+  fi
+  if [ "${MK_BENCH:-0}" = 1 ] && [ "$(left)" -gt 90 ]; then
+    step bench --impl megakernel
+    timeout $(( $(left) - 20 )) ./detmoe bench --impl megakernel --json "$OUT/bench-megakernel.json" 2>&1 | tail -30
+  fi
+  step done
+} >"$log" 2>&1
+tail -80 "$log"
