@@ -1,5 +1,5 @@
 // detmoe_perf_layer: the whole MoE layer, forward and forward+backward, on the DESIGN.md §7
-// shapes — the reference layer now, the megakernel beside it later.
+// shapes — the reference layer (fwd, fwd+bwd) and the forward megakernel (fwd).
 //
 // One benchmark per (implementation, shape, routing, pass). Each times `--timed` single steps
 // (benchmark iterations) with CUDA events on the layer's stream after two warm-up steps; before
@@ -9,7 +9,9 @@
 //
 // Flags after Google Benchmark's own:
 //   --shapes=qwen3-30b-a3b,deepseek-v3,mixtral-8x7b,gpt-oss-120b  --routings=balanced,zipf1
-//   --gemm=per-expert[,grouped]  --timed=20  --seed=1
+//   --gemm=per-expert[,grouped]  --impls=reference[,megakernel]  --timed=20  --seed=1
+// The megakernel runs on the reference session's inputs (same data, same routing); a device
+// fault of the megakernel fails the benchmark run (exit 3) with its Status.
 #include <benchmark/benchmark.h>
 #include <cuda_runtime.h>
 
@@ -22,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "detmoe/layer.h"
 #include "detmoe/reference_session.h"
 #include "detmoe/routing.h"
 #include "detmoe/shapes.h"
@@ -34,6 +37,7 @@ struct Options {
   std::vector<std::string> shapes = {"qwen3-30b-a3b", "deepseek-v3", "mixtral-8x7b", "gpt-oss-120b"};
   std::vector<std::string> routings = {"balanced", "zipf1"};
   std::vector<std::string> gemms = {"per-expert"};
+  std::vector<std::string> impls = {"reference"};
   int timed = 20;
   uint64_t seed = 1;
 };
@@ -62,6 +66,7 @@ std::vector<std::string> split(const std::string& s) {
 struct Current {
   std::string key;
   std::unique_ptr<ReferenceSession> session;
+  std::unique_ptr<Layer> megakernel;  // built on first use for the current session
   void* flush = nullptr;
   size_t flush_bytes = 0;
 };
@@ -75,6 +80,7 @@ ReferenceSession& session_for(const std::string& shape_name, const std::string& 
   Current& c = current();
   const std::string key = shape_name + "/" + routing + "/" + gemm;
   if (c.key == key) return *c.session;
+  c.megakernel.reset();
   c.session.reset();
   c.key.clear();
   const Shape shape = find_named_shape(shape_name).value();
@@ -100,18 +106,13 @@ ReferenceSession& session_for(const std::string& shape_name, const std::string& 
   return *c.session;
 }
 
-void bench_reference(benchmark::State& state, std::string shape_name, std::string routing, std::string gemm,
-                     bool backward, uint64_t seed) {
-  ReferenceSession& s = session_for(shape_name, routing, gemm, seed);
-  ReferenceLayer& layer = s.layer();
-  DeviceProblem& p = s.problem();
-  cudaStream_t stream = layer.exchange().stream(0);
-  auto step = [&] {
-    check(layer.forward(p.inputs(), p.outputs()), "forward");
-    if (backward) check(layer.backward(p.inputs(), p.grad_inputs(), p.grad_outputs()), "backward");
-  };
+// Times state's iterations of `step` on `stream` (two warm-up steps before, `settle` after
+// them and after the timed ones) and sets the counters.
+template <class Step, class Settle>
+void time_steps(benchmark::State& state, cudaStream_t stream, const Shape& shape, double passes, Step step,
+                Settle settle) {
   for (int i = 0; i < 2; ++i) step();
-  check(layer.synchronize(), "warm-up");
+  settle("warm-up");
   cudaEvent_t start, stop;
   check(cudaEventCreate(&start), "event");
   check(cudaEventCreate(&stop), "event");
@@ -129,16 +130,46 @@ void bench_reference(benchmark::State& state, std::string shape_name, std::strin
   }
   cudaEventDestroy(start);
   cudaEventDestroy(stop);
+  settle("timed steps");
   std::sort(ms.begin(), ms.end());
   const size_t n = ms.size();
   const double median = n % 2 ? ms[n / 2] : 0.5 * (ms[n / 2 - 1] + ms[n / 2]);
-  const Shape shape = layer.shape();
-  const double flops = shape.forward_flops_per_rank() * (backward ? 3.0 : 1.0);
+  const double flops = shape.forward_flops_per_rank() * passes;
   state.counters["median_ms"] = median;
   state.counters["tflops"] = flops / (median * 1e-3) / 1e12;
   state.counters["min_ms"] = ms.front();
   state.counters["max_ms"] = ms.back();
   state.SetLabel(shape.to_string());
+}
+
+void bench_reference(benchmark::State& state, std::string shape_name, std::string routing, std::string gemm,
+                     bool backward, uint64_t seed) {
+  ReferenceSession& s = session_for(shape_name, routing, gemm, seed);
+  ReferenceLayer& layer = s.layer();
+  DeviceProblem& p = s.problem();
+  auto step = [&] {
+    check(layer.forward(p.inputs(), p.outputs()), "forward");
+    if (backward) check(layer.backward(p.inputs(), p.grad_inputs(), p.grad_outputs()), "backward");
+  };
+  auto settle = [&](const char* what) { check(layer.synchronize(), what); };
+  time_steps(state, layer.exchange().stream(0), layer.shape(), backward ? 3.0 : 1.0, step, settle);
+}
+
+// The forward megakernel: one launch per step, no host synchronisation inside the timed region.
+void bench_megakernel(benchmark::State& state, std::string shape_name, std::string routing, uint64_t seed) {
+  ReferenceSession& s = session_for(shape_name, routing, "per-expert", seed);
+  DeviceProblem& p = s.problem();
+  Current& c = current();
+  if (!c.megakernel) {
+    auto layer = Layer::create(s.layer().shape(), LayerConfig{});
+    check(layer.status(), "Layer::create");
+    c.megakernel = std::move(*layer);
+  }
+  Layer& layer = *c.megakernel;
+  cudaStream_t stream = s.layer().exchange().stream(0);
+  auto step = [&] { check(layer.forward({p.inputs(), p.outputs()}, stream), "megakernel forward"); };
+  auto settle = [&](const char* what) { check(layer.synchronize(stream), what); };
+  time_steps(state, stream, layer.shape(), 1.0, step, settle);
 }
 
 void add_context() {
@@ -168,6 +199,7 @@ int main(int argc, char** argv) {
     if (const char* v = value("--shapes=")) o.shapes = split(v);
     else if (const char* v = value("--routings=")) o.routings = split(v);
     else if (const char* v = value("--gemm=")) o.gemms = split(v);
+    else if (const char* v = value("--impls=")) o.impls = split(v);
     else if (const char* v = value("--timed=")) o.timed = std::max(1, std::atoi(v));
     else if (const char* v = value("--seed=")) o.seed = std::strtoull(v, nullptr, 10);
     else {
@@ -181,9 +213,20 @@ int main(int argc, char** argv) {
     return 3;
   }
   add_context();
+  auto wants = [&](const char* impl) { return std::find(o.impls.begin(), o.impls.end(), impl) != o.impls.end(); };
+  for (const std::string& impl : o.impls)
+    if (impl != "reference" && impl != "megakernel") die("unknown implementation " + impl);
   for (const std::string& shape : o.shapes) {
     if (!find_named_shape(shape).ok()) die("unknown shape " + shape);
-    for (const std::string& routing : o.routings)
+    for (const std::string& routing : o.routings) {
+      // The megakernel first: it shares the per-expert session, built once per (shape, routing).
+      if (wants("megakernel"))
+        benchmark::RegisterBenchmark(("megakernel/" + shape + "/" + routing + "/fwd").c_str(), bench_megakernel, shape,
+                                     routing, o.seed)
+            ->UseManualTime()
+            ->Unit(benchmark::kMillisecond)
+            ->Iterations(o.timed);
+      if (!wants("reference")) continue;
       for (const std::string& gemm : o.gemms)
         for (bool backward : {false, true}) {
           const std::string name = "reference/" + shape + "/" + routing + "/" + (backward ? "fwd+bwd" : "fwd") +
@@ -193,9 +236,11 @@ int main(int argc, char** argv) {
               ->Unit(benchmark::kMillisecond)
               ->Iterations(o.timed);
         }
+    }
   }
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
+  current().megakernel.reset();
   current().session.reset();
   if (current().flush != nullptr) cudaFree(current().flush);
   return 0;

@@ -76,7 +76,7 @@ def time_steps(step, timed, flush):
     return statistics.median(times), min(times), max(times)
 
 
-def run_case(name, routing, timed, seed, flush):
+def run_case(name, routing, timed, seed, flush, passes):
     T, H, Fdim, E, k = SHAPES[name]
     dev, bf16 = "cuda", torch.bfloat16
     gen = torch.Generator(device=dev).manual_seed(seed)
@@ -102,6 +102,8 @@ def run_case(name, routing, timed, seed, flush):
         out.backward(dout)
 
     for pass_name, step, flops in (("fwd", fwd, fwd_flops), ("fwd+bwd", fwd_bwd, 3 * fwd_flops)):
+        if pass_name not in passes:
+            continue
         med, lo, hi = time_steps(step, timed, flush)
         results.append({"shape": name, "routing": routing, "pass": pass_name, "median_ms": med, "min_ms": lo,
                         "max_ms": hi, "tflops": flops / (med * 1e-3) / 1e12, "timed": timed})
@@ -118,6 +120,7 @@ def main():
     ap.add_argument("--routings", default="balanced,zipf1")
     ap.add_argument("--timed", type=int, default=20)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--passes", default="fwd,fwd+bwd", help="which of fwd, fwd+bwd to time")
     ap.add_argument("--json", required=True)
     args = ap.parse_args()
     if not torch.cuda.is_available():
@@ -128,7 +131,7 @@ def main():
     results = []
     for name in args.shapes.split(","):
         for routing in args.routings.split(","):
-            results.extend(run_case(name, routing, args.timed, args.seed, flush))
+            results.extend(run_case(name, routing, args.timed, args.seed, flush, args.passes.split(",")))
     with open(args.json, "w") as f:
         json.dump({"schema": "detmoe.torch_pipeline/1", "torch": torch.__version__, "gpu": props.name,
                    "results": results}, f, indent=2)

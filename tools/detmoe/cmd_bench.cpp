@@ -39,7 +39,7 @@ struct BenchArgs {
   std::string python;
   std::string perf_binary = DETMOE_PERF_LAYER_PATH;
   std::string script = DETMOE_SOURCE_DIR "/perf/torch_moe_pipeline.py";
-  std::string json_path = DETMOE_SOURCE_DIR "/reports/results/reference_layer_bench.json";
+  std::string json_path;  // default: reports/results/<impl>_layer_bench.json
 };
 
 std::string joined(const std::vector<std::string>& v) { return fmt::format("{}", fmt::join(v, ",")); }
@@ -56,11 +56,11 @@ nlohmann::json read_json(const std::string& path) {
 }
 
 struct Row {
-  double ref_ms = 0, ref_tflops = 0, grouped_ms = 0, torch_ms = 0, torch_tflops = 0;
+  double ref_ms = 0, ref_tflops = 0, grouped_ms = 0, mk_ms = 0, mk_tflops = 0, torch_ms = 0, torch_tflops = 0;
 };
 
 int run_bench(const BenchArgs& a) {
-  if (a.impl != "reference") return not_implemented("bench --impl megakernel");
+  const bool mk = a.impl == "megakernel";  // forward only; the reference is measured beside it
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
     fmt::print(stderr, "detmoe bench: no usable GPU; nothing to measure\n");
@@ -71,14 +71,17 @@ int run_bench(const BenchArgs& a) {
     fmt::print(stderr, "detmoe bench: the layer benchmark {} is not built\n", a.perf_binary);
     return kExitCouldNotRun;
   }
-  const fs::path out = a.json_path;
+  const fs::path out = a.json_path.empty()
+                           ? fs::path(DETMOE_SOURCE_DIR) / "reports/results" / (a.impl + "_layer_bench.json")
+                           : fs::path(a.json_path);
   fs::create_directories(out.parent_path().empty() ? fs::path(".") : out.parent_path());
   const std::string gb_json = out.string() + ".gbench.tmp", torch_json = out.string() + ".torch.tmp";
 
-  const std::string cmd = fmt::format("\"{}\" --shapes={} --routings={} --gemm={} --timed={} --seed={} "
-                                      "--benchmark_out=\"{}\" --benchmark_out_format=json --benchmark_counters_tabular=true",
-                                      a.perf_binary, joined(a.shapes), joined(a.routings), joined(a.gemms), a.timed,
-                                      a.seed, gb_json);
+  const std::string cmd = fmt::format("\"{}\" --shapes={} --routings={} --gemm={} --impls={} --timed={} --seed={} "
+                                      "--benchmark_out=\"{}\" --benchmark_out_format=json --benchmark_counters_tabular=true{}",
+                                      a.perf_binary, joined(a.shapes), joined(a.routings), joined(a.gemms),
+                                      mk ? "megakernel,reference" : "reference", a.timed, a.seed, gb_json,
+                                      mk ? " --benchmark_filter=/fwd/" : "");
   fmt::print("$ {}\n", cmd);
   std::fflush(stdout);
   if (std::system(cmd.c_str()) != 0) {
@@ -88,8 +91,9 @@ int run_bench(const BenchArgs& a) {
   nlohmann::json torch;
   if (!a.no_torch) {
     const std::string py = a.python.empty() ? default_python() : a.python;
-    const std::string tcmd = fmt::format("NCCL_NVLS_ENABLE=0 PYTHONUNBUFFERED=1 \"{}\" \"{}\" --shapes={} --routings={} --timed={} --seed={} --json=\"{}\"",
-                                         py, a.script, joined(a.shapes), joined(a.routings), a.timed, a.seed, torch_json);
+    const std::string tcmd = fmt::format("NCCL_NVLS_ENABLE=0 PYTHONUNBUFFERED=1 \"{}\" \"{}\" --shapes={} --routings={} --timed={} --seed={} --passes={} --json=\"{}\"",
+                                         py, a.script, joined(a.shapes), joined(a.routings), a.timed, a.seed,
+                                         mk ? "fwd" : "fwd,fwd+bwd", torch_json);
     fmt::print("$ {}\n", tcmd);
     std::fflush(stdout);
     if (std::system(tcmd.c_str()) == 0) torch = read_json(torch_json);
@@ -101,15 +105,20 @@ int run_bench(const BenchArgs& a) {
   std::map<std::string, Row> rows;
   std::vector<std::string> order;
   for (const auto& b : gb["benchmarks"]) {
-    std::string name = b["name"];  // reference/<shape>/<routing>/<pass>[/grouped]
-    if (name.rfind("reference/", 0) != 0 || !b.contains("median_ms")) continue;
-    name = name.substr(10);
+    std::string name = b["name"];  // reference/<shape>/<routing>/<pass>[/grouped] or megakernel/…
+    if (!b.contains("median_ms")) continue;
+    const bool is_mk = name.rfind("megakernel/", 0) == 0;
+    if (!is_mk && name.rfind("reference/", 0) != 0) continue;
+    name = name.substr(is_mk ? 11 : 10);
     if (const size_t cut = name.find("/iterations:"); cut != std::string::npos) name.resize(cut);  // GB's suffixes
     const bool grouped = name.size() > 8 && name.compare(name.size() - 8, 8, "/grouped") == 0;
     if (grouped) name = name.substr(0, name.size() - 8);
     if (!rows.count(name)) order.push_back(name);
     Row& r = rows[name];
-    if (grouped) r.grouped_ms = b["median_ms"];
+    if (is_mk) {
+      r.mk_ms = b["median_ms"];
+      r.mk_tflops = b["tflops"];
+    } else if (grouped) r.grouped_ms = b["median_ms"];
     else {
       r.ref_ms = b["median_ms"];
       r.ref_tflops = b["tflops"];
@@ -127,31 +136,55 @@ int run_bench(const BenchArgs& a) {
   const bool any_grouped = std::find(a.gemms.begin(), a.gemms.end(), "grouped") != a.gemms.end();
   std::string gpu = "?";
   if (gb.contains("context") && gb["context"].contains("gpu")) gpu = gb["context"]["gpu"];
-  fmt::print("\nreference layer vs PyTorch torch._grouped_mm pipeline on {} (median of {} steps, L2 evicted)\n", gpu, a.timed);
-  fmt::print("{:<34} {:>13} {:>9} {}{:>13} {:>9} {:>10}\n", "shape / routing / pass", "reference ms", "TFLOP/s",
-             any_grouped ? fmt::format("{:>13} ", "grouped ms") : "", "torch ms", "TFLOP/s", "ref/torch");
   nlohmann::json table = nlohmann::json::array();
-  for (const std::string& key : order) {
-    const Row& r = rows[key];
-    const double ratio = r.torch_ms > 0 ? r.ref_ms / r.torch_ms : 0.0;
-    fmt::print("{:<34} {:>13.3f} {:>9.1f} {}{:>13} {:>9} {:>10}\n", key, r.ref_ms, r.ref_tflops,
-               any_grouped ? fmt::format("{:>13.3f} ", r.grouped_ms) : "",
-               r.torch_ms > 0 ? fmt::format("{:.3f}", r.torch_ms) : "-",
-               r.torch_ms > 0 ? fmt::format("{:.1f}", r.torch_tflops) : "-",
-               r.torch_ms > 0 ? fmt::format("{:.2f}x", ratio) : "-");
-    nlohmann::json row = {{"case", key}, {"reference_ms", r.ref_ms}, {"reference_tflops", r.ref_tflops}};
-    if (r.grouped_ms > 0) row["reference_grouped_ms"] = r.grouped_ms;
-    if (r.torch_ms > 0) {
-      row["torch_ms"] = r.torch_ms;
-      row["torch_tflops"] = r.torch_tflops;
-      row["reference_over_torch"] = ratio;
+  if (mk) {
+    // Speedup = torch time / megakernel time: the targets are stated this way (≥ 1.3×).
+    fmt::print("\nforward megakernel vs PyTorch torch._grouped_mm pipeline on {} (median of {} steps, L2 evicted)\n", gpu,
+               a.timed);
+    fmt::print("{:<34} {:>13} {:>9} {:>13} {:>10} {:>9} {:>14}\n", "shape / routing / pass", "megakernel ms", "TFLOP/s",
+               "reference ms", "torch ms", "TFLOP/s", "torch/mk (x)");
+    for (const std::string& key : order) {
+      const Row& r = rows[key];
+      const double speedup = r.torch_ms > 0 && r.mk_ms > 0 ? r.torch_ms / r.mk_ms : 0.0;
+      fmt::print("{:<34} {:>13.3f} {:>9.1f} {:>13.3f} {:>10} {:>9} {:>14}\n", key, r.mk_ms, r.mk_tflops, r.ref_ms,
+                 r.torch_ms > 0 ? fmt::format("{:.3f}", r.torch_ms) : "-",
+                 r.torch_ms > 0 ? fmt::format("{:.1f}", r.torch_tflops) : "-",
+                 speedup > 0 ? fmt::format("{:.2f}", speedup) : "-");
+      nlohmann::json row = {{"case", key}, {"megakernel_ms", r.mk_ms}, {"megakernel_tflops", r.mk_tflops},
+                            {"reference_ms", r.ref_ms}};
+      if (r.torch_ms > 0) {
+        row["torch_ms"] = r.torch_ms;
+        row["torch_tflops"] = r.torch_tflops;
+        row["torch_over_megakernel"] = speedup;
+      }
+      table.push_back(row);
     }
-    table.push_back(row);
+  } else {
+    fmt::print("\nreference layer vs PyTorch torch._grouped_mm pipeline on {} (median of {} steps, L2 evicted)\n", gpu, a.timed);
+    fmt::print("{:<34} {:>13} {:>9} {}{:>13} {:>9} {:>10}\n", "shape / routing / pass", "reference ms", "TFLOP/s",
+               any_grouped ? fmt::format("{:>13} ", "grouped ms") : "", "torch ms", "TFLOP/s", "ref/torch");
+    for (const std::string& key : order) {
+      const Row& r = rows[key];
+      const double ratio = r.torch_ms > 0 ? r.ref_ms / r.torch_ms : 0.0;
+      fmt::print("{:<34} {:>13.3f} {:>9.1f} {}{:>13} {:>9} {:>10}\n", key, r.ref_ms, r.ref_tflops,
+                 any_grouped ? fmt::format("{:>13.3f} ", r.grouped_ms) : "",
+                 r.torch_ms > 0 ? fmt::format("{:.3f}", r.torch_ms) : "-",
+                 r.torch_ms > 0 ? fmt::format("{:.1f}", r.torch_tflops) : "-",
+                 r.torch_ms > 0 ? fmt::format("{:.2f}x", ratio) : "-");
+      nlohmann::json row = {{"case", key}, {"reference_ms", r.ref_ms}, {"reference_tflops", r.ref_tflops}};
+      if (r.grouped_ms > 0) row["reference_grouped_ms"] = r.grouped_ms;
+      if (r.torch_ms > 0) {
+        row["torch_ms"] = r.torch_ms;
+        row["torch_tflops"] = r.torch_tflops;
+        row["reference_over_torch"] = ratio;
+      }
+      table.push_back(row);
+    }
   }
   char stamp[32];
   const std::time_t now = std::time(nullptr);
   std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
-  nlohmann::json j = {{"schema", "detmoe.bench/1"}, {"impl", "reference"}, {"gpu", gpu}, {"date", stamp},
+  nlohmann::json j = {{"schema", "detmoe.bench/1"}, {"impl", a.impl}, {"gpu", gpu}, {"date", stamp},
                       {"timed_steps", a.timed}, {"rows", table}, {"google_benchmark", gb}};
   if (!torch.is_null()) j["torch_pipeline"] = torch;
   std::ofstream f(out);
@@ -181,7 +214,7 @@ void add_bench_command(CLI::App& app, Action& run) {
   cmd->add_option("--python", args->python, "Python with PyTorch (default: /opt/torch/.venv/bin/python or python3)");
   cmd->add_option("--perf-binary", args->perf_binary, "detmoe_perf_layer to run")->capture_default_str();
   cmd->add_option("--script", args->script, "the PyTorch pipeline script")->capture_default_str();
-  cmd->add_option("--json", args->json_path, "combined JSON output")->capture_default_str();
+  cmd->add_option("--json", args->json_path, "combined JSON output (default: reports/results/<impl>_layer_bench.json)");
   cmd->callback([args, &run] { run = [args] { return run_bench(*args); }; });
 }
 
