@@ -51,7 +51,7 @@ log=$OUT/megakernel-run.log
   fi
   if [ "${MK_BENCH:-0}" = 1 ] && [ "$(left)" -gt 90 ]; then
     step bench --impl megakernel
-    timeout $(( $(left) - 20 )) ./detmoe bench --impl megakernel --json "$OUT/bench-megakernel.json" 2>&1 | tail -30
+    timeout $(( $(left) - 20 )) ./detmoe bench --impl megakernel ${MK_BENCH_ARGS:-} --json "$OUT/bench-megakernel.json" 2>&1 | tail -30
   fi
   step done
 } >"$log" 2>&1
