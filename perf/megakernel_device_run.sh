@@ -17,7 +17,21 @@ log=$OUT/megakernel-run.log
   step build
   "$root/ci/device-build.sh" build-device 2>&1 | grep -E "error|FAILED|Linking CXX executable detmoe$" | head -20
   cd "$root/build-device" || exit 1
-  if [ "${MK_GATE:-1}" = 1 ]; then
+  step megakernel tests
+  mk=./tests/megakernel/detmoe_layer_test
+  filters=${MK_FILTERS:-'MegakernelPlan.*:LayerSizes.* MegakernelFaults.* MegakernelLayer.*:MegakernelCombine.* *MegakernelVsReference* MegakernelD*:MegakernelGraph.* MegakernelNamedShapes.* MegakernelProperty.*'}
+  for f in $filters; do
+    [ "$(left)" -lt 40 ] && { echo "SKIPPED $f: out of time"; continue; }
+    echo "--- $f" >>"$OUT/megakernel.log"
+    RC_PARAMS="max_success=${MK_RC:-30}" timeout 50 $mk --gtest_filter="$f" >>"$OUT/megakernel.log" 2>&1
+    echo "$f exit $?"
+  done
+  grep -E "^\[ *(OK|FAILED) *\]" "$OUT/megakernel.log" | grep -v "listed below" | sort | uniq | head -60
+  if [ "${MK_BENCH:-0}" = 1 ] && [ "$(left)" -gt 90 ]; then
+    step bench --impl megakernel
+    timeout $(( $(left) > 200 ? 150 : $(left) - 50 )) ./detmoe bench --impl megakernel ${MK_BENCH_ARGS:-} --json "$OUT/bench-megakernel.json" 2>&1 | tail -30
+  fi
+  if [ "${MK_GATE:-1}" = 1 ] && [ "$(left)" -gt 100 ]; then
     step gate: stored speed medians, the gate, a planted change
     ./detmoe golden record --impl reference --store "$root/golden-store" | tail -1
     ./perf/detmoe_perf_layer --shapes=qwen3-30b-a3b --routings=balanced --benchmark_filter=/fwd/ --benchmark_repetitions=5 \
@@ -31,27 +45,14 @@ log=$OUT/megakernel-run.log
       --report "$OUT/gate-planted-report.json" | grep -E "FAIL|Fail|gate" | head -12
     echo "planted gate exit ${PIPESTATUS[0]}"
   fi
-  step megakernel tests
-  mk=./tests/megakernel/detmoe_layer_test
-  filters=${MK_FILTERS:-'MegakernelPlan.*:LayerSizes.* MegakernelFaults.* MegakernelLayer.*:MegakernelCombine.* *MegakernelVsReference* MegakernelD*:MegakernelGraph.* MegakernelNamedShapes.* MegakernelProperty.*'}
-  for f in $filters; do
-    [ "$(left)" -lt 40 ] && { echo "SKIPPED $f: out of time"; continue; }
-    echo "--- $f" >>"$OUT/megakernel.log"
-    RC_PARAMS="max_success=${MK_RC:-30}" timeout 60 $mk --gtest_filter="$f" >>"$OUT/megakernel.log" 2>&1
-    echo "$f exit $?"
-  done
-  grep -E "^\[ *(OK|FAILED) *\]" "$OUT/megakernel.log" | grep -v "listed below" | sort | uniq | head -60
   if [ "${MK_SANITIZE:-1}" = 1 ] && [ "$(left)" -gt 100 ]; then
     for tool in memcheck racecheck; do
+      [ "$(left)" -lt 95 ] && break
       step compute-sanitizer $tool on a small case
       timeout 90 compute-sanitizer --tool $tool --error-exitcode 9 $mk \
         --gtest_filter='MegakernelCombine.*' >"$OUT/sanitizer-$tool.log" 2>&1
       echo "$tool exit $?"; tail -4 "$OUT/sanitizer-$tool.log"
     done
-  fi
-  if [ "${MK_BENCH:-0}" = 1 ] && [ "$(left)" -gt 90 ]; then
-    step bench --impl megakernel
-    timeout $(( $(left) - 20 )) ./detmoe bench --impl megakernel ${MK_BENCH_ARGS:-} --json "$OUT/bench-megakernel.json" 2>&1 | tail -30
   fi
   step done
 } >"$log" 2>&1
