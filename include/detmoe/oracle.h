@@ -38,6 +38,10 @@ struct OracleOptions {
   OracleMode mode = OracleMode::kContract;
   GradPrecision grad_precision = GradPrecision::kFP32;
   int threads = 0;  // 0 = hardware concurrency
+  // Also return the magnitude of each weight gradient (OracleOutputs::*_mag), from which a
+  // comparison allows for terms that cancel (docs/NUMERICS.md §4). Opt-in: it doubles the
+  // weight-gradient work and memory; it changes no output bit.
+  bool weight_grad_magnitudes = false;
 };
 
 struct OracleOutputs {
@@ -51,6 +55,13 @@ struct OracleOutputs {
   std::vector<double> dws_gate;  // [Fs, H]
   std::vector<double> dws_up;    // [Fs, H]
   std::vector<double> dws_down;  // [H, Fs]
+  // With OracleOptions::weight_grad_magnitudes and a backward, beside each weight gradient dW
+  // (same shape): M[i] = Σ over the rows summed into dW[i] of |term|, e.g. for
+  // dw_down[e,h,f] = Σ_r dy[r,h]·a[r,f], M = Σ_r |dy[r,h]|·|a[r,f]|; fp64, never rounded, same
+  // row order, so M ≥ |dW| before dW's rounding and M = |dW| when all terms share a sign.
+  // Experts without rows get 0. Empty otherwise (dws_*_mag also when Fs = 0).
+  std::vector<double> dw_gate_mag, dw_up_mag, dw_down_mag;
+  std::vector<double> dws_gate_mag, dws_up_mag, dws_down_mag;
 };
 
 // Builds oracle inputs from seeded data and routing (bf16 values widened to double).
@@ -63,5 +74,11 @@ StatusOr<OracleOutputs> run_oracle(const OracleInputs& in, const OracleOptions& 
 // d_topk_w, dw_*, dws_* when Fs > 0), in a fixed order — what gets hashed.
 std::vector<NamedTensor> oracle_output_tensors(const OracleOutputs& out, const Shape& shape,
                                                const OracleOptions& options);
+
+// The weight-gradient magnitudes as fp32 tensors named after the gradient each one bounds
+// (dw_gate, dw_up, dw_down, and dws_* when Fs > 0), for compare_all_with_tolerance; empty when
+// they were not computed. fp32 because they only scale an allowance (2⁻²⁴ relative does not
+// matter there) and they are as large as the weight gradients themselves.
+std::vector<NamedTensor> oracle_magnitude_tensors(const OracleOutputs& out, const Shape& shape);
 
 }  // namespace detmoe

@@ -58,11 +58,17 @@ OracleOutputs run_validated(const OracleInputs& in, const OracleOptions& options
   OracleOutputs out;
   out.y.assign(N * k * H, 0.0);
   std::vector<double> dx_slots;  // [N, k, H] per-slot input-gradient rows (bf16)
+  const bool magnitudes = backward && options.weight_grad_magnitudes;
   if (backward) {
     dx_slots.assign(N * k * H, 0.0);
     out.dw_gate.assign(E * F * H, 0.0);  // experts without rows keep these exact zeros
     out.dw_up.assign(E * F * H, 0.0);
     out.dw_down.assign(E * H * F, 0.0);
+  }
+  if (magnitudes) {
+    out.dw_gate_mag.assign(E * F * H, 0.0);
+    out.dw_up_mag.assign(E * F * H, 0.0);
+    out.dw_down_mag.assign(E * H * F, 0.0);
   }
 
   // Routed experts, one at a time; each GEMM is split over threads inside.
@@ -99,9 +105,14 @@ OracleOutputs run_validated(const OracleInputs& in, const OracleOptions& options
         for (int64_t h = 0; h < H; ++h) dye[i * H + h] = rnd.bf16(wt * in.dout[t * H + h]);
       }
     });
-    oracle_detail::mlp_backward(xe.data(), act, dye.data(), w, rnd, threads, scratch, dxe.data(),
-                                out.dw_gate.data() + e * F * H, out.dw_up.data() + e * F * H,
-                                out.dw_down.data() + e * H * F);
+    oracle_detail::WeightGradients dw{out.dw_gate.data() + e * F * H, out.dw_up.data() + e * F * H,
+                                      out.dw_down.data() + e * H * F};
+    if (magnitudes) {
+      dw.mag_gate = out.dw_gate_mag.data() + e * F * H;
+      dw.mag_up = out.dw_up_mag.data() + e * F * H;
+      dw.mag_down = out.dw_down_mag.data() + e * H * F;
+    }
+    oracle_detail::mlp_backward(xe.data(), act, dye.data(), w, rnd, threads, scratch, dxe.data(), dw);
     parallel_rows(R, H, threads, [&](int64_t b, int64_t end) {
       for (int64_t i = b; i < end; ++i) {
         const int64_t ts = rows.token[r0 + i] * k + rows.slot[r0 + i];
@@ -121,8 +132,16 @@ OracleOutputs run_validated(const OracleInputs& in, const OracleOptions& options
       out.dws_gate.resize(Fs * H);
       out.dws_up.resize(Fs * H);
       out.dws_down.resize(H * Fs);
-      oracle_detail::mlp_backward(in.x.data(), shared, in.dout.data(), w, rnd, threads, scratch, dx_shared.data(),
-                                  out.dws_gate.data(), out.dws_up.data(), out.dws_down.data());
+      oracle_detail::WeightGradients dw{out.dws_gate.data(), out.dws_up.data(), out.dws_down.data()};
+      if (magnitudes) {
+        out.dws_gate_mag.resize(Fs * H);
+        out.dws_up_mag.resize(Fs * H);
+        out.dws_down_mag.resize(H * Fs);
+        dw.mag_gate = out.dws_gate_mag.data();
+        dw.mag_up = out.dws_up_mag.data();
+        dw.mag_down = out.dws_down_mag.data();
+      }
+      oracle_detail::mlp_backward(in.x.data(), shared, in.dout.data(), w, rnd, threads, scratch, dx_shared.data(), dw);
     }
   }
 
@@ -226,6 +245,20 @@ std::vector<NamedTensor> oracle_output_tensors(const OracleOutputs& out, const S
     t.push_back(make_tensor("dws_gate", grad, {s.Fs, s.H}, out.dws_gate));
     t.push_back(make_tensor("dws_up", grad, {s.Fs, s.H}, out.dws_up));
     t.push_back(make_tensor("dws_down", grad, {s.H, s.Fs}, out.dws_down));
+  }
+  return t;
+}
+
+std::vector<NamedTensor> oracle_magnitude_tensors(const OracleOutputs& out, const Shape& s) {
+  std::vector<NamedTensor> t;
+  if (out.dw_gate_mag.empty()) return t;
+  t.push_back(make_tensor("dw_gate", DType::kFP32, {s.E, s.F, s.H}, out.dw_gate_mag));
+  t.push_back(make_tensor("dw_up", DType::kFP32, {s.E, s.F, s.H}, out.dw_up_mag));
+  t.push_back(make_tensor("dw_down", DType::kFP32, {s.E, s.H, s.F}, out.dw_down_mag));
+  if (!out.dws_gate_mag.empty()) {
+    t.push_back(make_tensor("dws_gate", DType::kFP32, {s.Fs, s.H}, out.dws_gate_mag));
+    t.push_back(make_tensor("dws_up", DType::kFP32, {s.Fs, s.H}, out.dws_up_mag));
+    t.push_back(make_tensor("dws_down", DType::kFP32, {s.H, s.Fs}, out.dws_down_mag));
   }
   return t;
 }

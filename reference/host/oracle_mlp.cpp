@@ -30,6 +30,29 @@ void round_in_place(std::vector<double>& v, double (Rounding::*round)(double) co
   round_in_place(v.data(), static_cast<int64_t>(v.size()), round, r, threads);
 }
 
+void abs_copy(const double* v, int64_t n, std::vector<double>& dst, int threads) {
+  dst.resize(n);
+  parallel_rows(n, 1, threads, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) dst[i] = std::fabs(v[i]);
+  });
+}
+
+// Σ_rows |A|·|B| for each weight gradient: the same products on absolute values, summed in the
+// same row order, so M ≥ |dW| before rounding and M = |dW| when all terms share a sign. A GPU
+// path's error in dW is a sum of per-term errors, each a few bf16 ulps of its |term|, which M
+// bounds where the rms of the whole tensor does not (docs/NUMERICS.md §4).
+void weight_grad_magnitudes(const double* x, const MlpActivations& act, const double* dy, int64_t H, int64_t F,
+                            int threads, MlpScratch& s, const WeightGradients& dw) {
+  const int64_t rows = act.rows;
+  abs_copy(x, rows * H, s.abs_x, threads);
+  abs_copy(dy, rows * H, s.abs_dy, threads);
+  abs_copy(act.a.data(), rows * F, s.abs_a, threads);
+  abs_copy(s.dh.data(), rows * 2 * F, s.abs_dh, threads);
+  gemm_fp64(H, F, rows, {s.abs_dy.data(), 1, H}, {s.abs_a.data(), F, 1}, dw.mag_down, F, false, threads);
+  gemm_fp64(F, H, rows, {s.abs_dh.data(), 1, 2 * F}, {s.abs_x.data(), H, 1}, dw.mag_gate, H, false, threads);
+  gemm_fp64(F, H, rows, {s.abs_dh.data() + F, 1, 2 * F}, {s.abs_x.data(), H, 1}, dw.mag_up, H, false, threads);
+}
+
 }  // namespace
 
 void mlp_forward(const double* x, int64_t rows, const MlpWeights& w, const Rounding& r, int threads,
@@ -57,7 +80,7 @@ void mlp_forward(const double* x, int64_t rows, const MlpWeights& w, const Round
 }
 
 void mlp_backward(const double* x, const MlpActivations& act, const double* dy, const MlpWeights& w, const Rounding& r,
-                  int threads, MlpScratch& scratch, double* dx, double* dw_gate, double* dw_up, double* dw_down) {
+                  int threads, MlpScratch& scratch, double* dx, const WeightGradients& dw) {
   const int64_t H = w.H, F = w.F, rows = act.rows;
   // da = dy·W_down stays unrounded: it only feeds the elementwise dSwiGLU.
   std::vector<double>& da = scratch.da;
@@ -84,12 +107,13 @@ void mlp_backward(const double* x, const MlpActivations& act, const double* dy, 
   round_in_place(dx, rows * H, &Rounding::bf16, r, threads);
 
   // Weight gradients: sums over rows (K = rows), parallel over output rows.
-  gemm_fp64(H, F, rows, {dy, 1, H}, {act.a.data(), F, 1}, dw_down, F, false, threads);
-  gemm_fp64(F, H, rows, {dh.data(), 1, 2 * F}, {x, H, 1}, dw_gate, H, false, threads);
-  gemm_fp64(F, H, rows, {dh.data() + F, 1, 2 * F}, {x, H, 1}, dw_up, H, false, threads);
-  round_in_place(dw_down, H * F, &Rounding::weight_grad, r, threads);
-  round_in_place(dw_gate, F * H, &Rounding::weight_grad, r, threads);
-  round_in_place(dw_up, F * H, &Rounding::weight_grad, r, threads);
+  gemm_fp64(H, F, rows, {dy, 1, H}, {act.a.data(), F, 1}, dw.dw_down, F, false, threads);
+  gemm_fp64(F, H, rows, {dh.data(), 1, 2 * F}, {x, H, 1}, dw.dw_gate, H, false, threads);
+  gemm_fp64(F, H, rows, {dh.data() + F, 1, 2 * F}, {x, H, 1}, dw.dw_up, H, false, threads);
+  round_in_place(dw.dw_down, H * F, &Rounding::weight_grad, r, threads);
+  round_in_place(dw.dw_gate, F * H, &Rounding::weight_grad, r, threads);
+  round_in_place(dw.dw_up, F * H, &Rounding::weight_grad, r, threads);
+  if (dw.mag_gate && dw.mag_up && dw.mag_down) weight_grad_magnitudes(x, act, dy, H, F, threads, scratch, dw);
 }
 
 }  // namespace detmoe::oracle_detail

@@ -43,13 +43,26 @@ void mlp_forward(const double* x, int64_t rows, const MlpWeights& w, const Round
 struct MlpScratch {
   std::vector<double> da;  // [rows, F] dy·W_down, unrounded
   std::vector<double> dh;  // [rows, 2F] [dg | du], bf16
+  std::vector<double> abs_x, abs_dy, abs_a, abs_dh;  // |operands| of the weight-gradient sums
+};
+
+// Where mlp_backward writes the weight gradients, dw_gate, dw_up [F, H] and dw_down [H, F], and,
+// only when the mag_* pointers are set, their magnitudes (same shapes): for each element the
+// sum over the rows of |term|, e.g. mag_down[h, f] = Σ_r |dy[r, h]|·|a[r, f]|, fp64, unrounded.
+struct WeightGradients {
+  double* dw_gate = nullptr;
+  double* dw_up = nullptr;
+  double* dw_down = nullptr;
+  double* mag_gate = nullptr;
+  double* mag_up = nullptr;
+  double* mag_down = nullptr;
 };
 
 // Backward for rows whose output gradient is dy [rows, H] (already the bf16 weighted dout).
 // Writes the per-row input gradient bf16(dg·W_gate + du·W_up) to dx [rows, H] and the weight
-// gradients, rounded per r.weight_grad, to dw_gate, dw_up [F, H] and dw_down [H, F]. Every
-// weight-gradient sum runs over the rows in the order given (global token order).
+// gradients, rounded per r.weight_grad, to `dw`. Every weight-gradient sum runs over the rows in
+// the order given (global token order).
 void mlp_backward(const double* x, const MlpActivations& act, const double* dy, const MlpWeights& w, const Rounding& r,
-                  int threads, MlpScratch& scratch, double* dx, double* dw_gate, double* dw_up, double* dw_down);
+                  int threads, MlpScratch& scratch, double* dx, const WeightGradients& dw);
 
 }  // namespace detmoe::oracle_detail

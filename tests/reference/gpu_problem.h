@@ -30,6 +30,23 @@ inline std::vector<NamedTensor> oracle_tensors(const Shape& shape, const Routing
   return oracle_output_tensors(run_oracle(in, opt).value(), shape, opt);
 }
 
+// The oracle's outputs and, with a backward, the magnitudes of its weight gradients (the
+// Σ|terms| clause of docs/NUMERICS.md §4): what the GPU paths' backward is compared against.
+struct OracleReference {
+  std::vector<NamedTensor> outputs, magnitudes;
+};
+
+inline OracleReference oracle_reference(const Shape& shape, const Routing& routing, uint64_t seed, GradPrecision grad,
+                                        bool backward) {
+  OracleInputs in = make_oracle_inputs(generate_layer_data(shape, seed), routing);
+  if (!backward) in.dout.clear();
+  OracleOptions opt;
+  opt.grad_precision = grad;
+  opt.weight_grad_magnitudes = backward;
+  const OracleOutputs out = run_oracle(in, opt).value();
+  return {oracle_output_tensors(out, shape, opt), oracle_magnitude_tensors(out, shape)};
+}
+
 inline std::shared_ptr<RowExchange> loopback(int ranks) {
   return std::shared_ptr<RowExchange>(make_loopback_exchange(ranks).value());
 }
@@ -40,13 +57,19 @@ inline Shape shape_with(Shape s, int64_t P) {
   return s;
 }
 
-// Every tensor named in `names` (all when empty) within tolerance of the oracle.
+// Every tensor of `ref` within tolerance of the one of the same name in `got` (with the Σ|terms|
+// clause for those that have a tensor in `magnitudes`).
 inline ::testing::AssertionResult within_tolerance(const std::vector<NamedTensor>& got,
-                                                   const std::vector<NamedTensor>& ref) {
-  const auto results = compare_all_with_tolerance(got, ref);
+                                                   const std::vector<NamedTensor>& ref,
+                                                   const std::vector<NamedTensor>& magnitudes = {}) {
+  const auto results = compare_all_with_tolerance(got, ref, {}, magnitudes);
   for (const CompareResult& r : results)
     if (!r.ok()) return ::testing::AssertionFailure() << "\n" << format_tolerance_table(results);
   return ::testing::AssertionSuccess();
+}
+
+inline ::testing::AssertionResult within_tolerance(const std::vector<NamedTensor>& got, const OracleReference& ref) {
+  return within_tolerance(got, ref.outputs, ref.magnitudes);
 }
 
 inline ::testing::AssertionResult bitwise_equal(const std::vector<NamedTensor>& a, const std::vector<NamedTensor>& b,

@@ -18,6 +18,7 @@ using testing::all_written;
 using testing::bitwise_equal;
 using testing::loopback;
 using testing::make_routing;
+using testing::oracle_reference;
 using testing::oracle_tensors;
 using testing::within_tolerance;
 
@@ -58,7 +59,7 @@ TEST_P(ReferenceVsOracle, ForwardAndBackwardWithinTolerance) {
   const auto got = run(*sess);
   ASSERT_FALSE(got.empty());
   EXPECT_TRUE(all_written(got));
-  EXPECT_TRUE(within_tolerance(got, oracle_tensors(s, r, seed, c.grad, true)));
+  EXPECT_TRUE(within_tolerance(got, oracle_reference(s, r, seed, c.grad, true)));
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -116,7 +117,7 @@ TEST(ReferenceLayer, EpSizesGiveIdenticalBits) {
     auto base_sess = session(global, r1, seed, loopback(1));
     ASSERT_TRUE(base_sess);
     const auto base = run(*base_sess);
-    EXPECT_TRUE(within_tolerance(base, oracle_tensors(global, r1, seed, GradPrecision::kFP32, true)));
+    EXPECT_TRUE(within_tolerance(base, oracle_reference(global, r1, seed, GradPrecision::kFP32, true)));
     for (int64_t P : {2, 4, 8}) {
       SCOPED_TRACE(P);
       const Shape s = testing::shape_with(global, P);
@@ -207,7 +208,7 @@ TEST(ReferenceLayer, GroupedBatchedGemmsMatchOracleAndRerun) {
   auto sess = session(s, r, 12, loopback(1), {}, grouped);
   ASSERT_TRUE(sess);
   const auto first = run(*sess);
-  EXPECT_TRUE(within_tolerance(first, oracle_tensors(s, r, 12, GradPrecision::kFP32, true)));
+  EXPECT_TRUE(within_tolerance(first, oracle_reference(s, r, 12, GradPrecision::kFP32, true)));
   EXPECT_TRUE(bitwise_equal(first, run(*sess)));
   auto per_expert = session(s, r, 12, loopback(1));
   ASSERT_TRUE(per_expert);
@@ -310,7 +311,7 @@ TEST(ReferenceLayer, BadRoutingGetsTheHostMessage) {
     ASSERT_EQ(cudaMemcpy(problem.topk_idx(slot), r.topk_idx.data() + slot * s.T * s.k, s.T * s.k * 4, cudaMemcpyHostToDevice), cudaSuccess);
     ASSERT_EQ(cudaMemcpy(problem.topk_w(slot), r.topk_w.data() + slot * s.T * s.k, s.T * s.k * 4, cudaMemcpyHostToDevice), cudaSuccess);
   }
-  EXPECT_TRUE(within_tolerance(run(*sess), oracle_tensors(s, r, 6, GradPrecision::kFP32, true)));
+  EXPECT_TRUE(within_tolerance(run(*sess), oracle_reference(s, r, 6, GradPrecision::kFP32, true)));
 }
 
 TEST(ReferenceLayer, CapacityBelowTheRoutingIsRefusedBeforeAnyWrite) {
