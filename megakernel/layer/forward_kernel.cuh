@@ -130,10 +130,14 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) layer_forward_kernel(const _
   // Plan scratch: one E-int histogram per warp, in the (still idle) operand stages.
   const bool planned = run_plan(p, ctx, reinterpret_cast<int*>(smem.a_stage(0)), &flag_shared);
   if (planned) {
+    // The plan's scratch (generic writes) lives in the operand stages the TMA loads write next.
+    ptx::fence_proxy_async_shared();
+    __syncthreads();
     const int warpgroup = static_cast<int>(ptx::warp_id_uniform() / 4);
     if (warpgroup == 0) {
       ptx::setmaxnreg_dec<kProducerRegisters>();
       if (threadIdx.x == 0) run_producer_tasks(p, ctx, smem, pipe);
+      __syncwarp();  // warp 0 reaches the CTA barrier below converged (bar.sync is .aligned)
     } else {
       ptx::setmaxnreg_inc<kConsumerRegisters>();
       run_consumer_tasks(p, ctx, smem, pipe, &copy_flag_shared);
