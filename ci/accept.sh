@@ -7,4 +7,6 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 build=${DETMOE_BUILD_DIR:-$root/build}
 "$root/ci/setup.sh" >/dev/null
 [ $# -gt 0 ] || set -- --level 1
+# The report names the commit it ran.
+export DETMOE_GIT_SHA=${DETMOE_GIT_SHA:-$(git -C "$root" rev-parse HEAD 2>/dev/null || true)}
 exec "$build/detmoe" accept "$@"

@@ -7,3 +7,5 @@ export DETMOE_NCCL_ROOT=${DETMOE_NCCL_ROOT:-/opt/torch/.venv/lib/python3.12/site
 export LD_LIBRARY_PATH=$DETMOE_NCCL_ROOT/lib:$DETMOE_ROOT/.devdeps/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
 export NCCL_NVLS_ENABLE=0
 export PATH=/usr/local/cuda/bin:$PATH
+# Reports name the commit they ran: from git, or from GIT_SHA when the tree was copied without .git.
+export DETMOE_GIT_SHA=${DETMOE_GIT_SHA:-$(git -C "$DETMOE_ROOT" rev-parse HEAD 2>/dev/null || cat "$DETMOE_ROOT/GIT_SHA" 2>/dev/null || true)}
