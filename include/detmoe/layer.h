@@ -38,7 +38,8 @@ inline constexpr int kMegakernelMaxLoopbackRanks = 8;
 // Test hooks. Never set in production; they change no bits when left at their defaults.
 struct LayerTestHooks {
   // A task id as in DeviceErrorRecord (docs/MEGAKERNEL.md "Task ids"): that task's dependency
-  // wait is given an unreachable target, so the launch must end with kDeviceTimeout naming it.
+  // wait is given an unreachable target and half the spin timeout (so it expires before the
+  // waits downstream of it), so the launch must end with kDeviceTimeout naming it.
   // -1 = none.
   int64_t force_timeout_task = -1;
 };

@@ -114,17 +114,20 @@ struct WaitSite {
 
 // One thread spins until the counter carries this epoch and count ≥ target. False on timeout
 // (recorded) or when another CTA aborted the launch. The test hook makes `site.task`'s target
-// unreachable.
+// unreachable and gives it half the timeout, so it expires before the waits downstream of it
+// (which started earlier and would otherwise be reported first: seen on the H200).
 DETMOE_DEVICE bool wait_counter(const LaunchContext& ctx, const unsigned long long* counter, uint32_t target,
                                 const WaitSite& site) {
-  const unsigned long long goal = site.task == ctx.force_timeout_task ? (uint64_t{1} << 31) + target : target;
+  const bool forced = site.task == ctx.force_timeout_task;
+  const unsigned long long goal = forced ? (uint64_t{1} << 31) + target : target;
+  const long long timeout_ns = forced ? ctx.timeout_ns / 2 : ctx.timeout_ns;
   const unsigned long long start = globaltimer_ns();
   for (uint32_t spin = 1;; ++spin) {
     const unsigned long long v = ld_acquire_u64(counter);
     if ((v >> 32) == ctx.epoch && (v & 0xffffffffull) >= goal) return true;
     if ((spin & 31u) == 0) {
       if (launch_aborted(ctx)) return false;
-      if (static_cast<long long>(globaltimer_ns() - start) > ctx.timeout_ns) {
+      if (static_cast<long long>(globaltimer_ns() - start) > timeout_ns) {
         const long long seen = (v >> 32) == ctx.epoch ? static_cast<long long>(v & 0xffffffffull) : -1;
         record_fault(ctx, FaultCode::kTimeout, site.task, site.counter, site.rank, site.index,
                      static_cast<long long>(goal), seen);
