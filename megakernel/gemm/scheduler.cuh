@@ -27,6 +27,22 @@ struct Tile {
 
 DETMOE_DEVICE int32_t ceil_div(int32_t a, int32_t b) { return (a + b - 1) / b; }
 
+// Tile `local` of an m_blocks × n_blocks grid numbered in bands of band_rows m-blocks, m fastest
+// inside a band: the tiles running at once share a few B panels and A rows in L2 (the fused
+// layer found m-major order re-reading each expert's weights once per m-block from HBM).
+struct BandCoords {
+  int32_t m_block;
+  int32_t n_block;
+};
+DETMOE_DEVICE BandCoords band_coords(int64_t local, int32_t m_blocks, int32_t n_blocks, int32_t band_rows) {
+  const int64_t band_tiles = static_cast<int64_t>(band_rows) * n_blocks;
+  const int32_t band = static_cast<int32_t>(local / band_tiles);
+  const int32_t in_band = static_cast<int32_t>(local - band * band_tiles);
+  const int32_t band_first = band * band_rows;
+  const int32_t rows = min(band_rows, m_blocks - band_first);
+  return {band_first + in_band % rows, in_band / rows};
+}
+
 template <Layout kLayout, class Cfg>
 class TileScheduler {
  public:
@@ -49,17 +65,12 @@ class TileScheduler {
       group_begin_ = group_end_;
       group_end_ += static_cast<int64_t>(m_blocks_) * n_blocks_;
     }
-    const int64_t local = next_ - group_begin_;
-    const int64_t band_tiles = static_cast<int64_t>(Cfg::kBandRows) * n_blocks_;
-    const int32_t band = static_cast<int32_t>(local / band_tiles);
-    const int32_t in_band = static_cast<int32_t>(local - band * band_tiles);
-    const int32_t band_first = band * Cfg::kBandRows;
-    const int32_t band_rows = min(Cfg::kBandRows, m_blocks_ - band_first);
+    const BandCoords bc = band_coords(next_ - group_begin_, m_blocks_, n_blocks_, Cfg::kBandRows);
     t.group = group_;
     t.rows_begin = rows_begin_;
     t.rows_end = rows_end_;
-    t.m0 = (band_first + in_band % band_rows) * Cfg::kBlockM;
-    t.n0 = (in_band / band_rows) * Cfg::kBlockN;
+    t.m0 = bc.m_block * Cfg::kBlockM;
+    t.n0 = bc.n_block * Cfg::kBlockN;
     const int32_t k_extent = kLayout == Layout::kWeightGrad ? rows_end_ - rows_begin_ : k_;
     t.k_blocks = ceil_div(k_extent, Cfg::kBlockK);
     next_ += gridDim.x;

@@ -70,8 +70,24 @@ DETMOE_DEVICE void run_consumer_tasks(const LayerParams& p, const LaunchContext&
   int* hist = reinterpret_cast<int*>(smem.staging(0, 0));  // E ints; slabs are idle between tiles
   Stage st;
   float acc[Cfg::kAccumulators];
+  // A GEMM tile's done-signal waits for its TMA stores to land. It is sent after the NEXT
+  // tile's mainloop (the stores had that long to complete, so the drain is free) when that tile
+  // is of the same phase — a task never waits on a counter of its own phase, so the delay
+  // cannot deadlock — and at once before a task of another phase and at the end.
+  unsigned long long* pending = nullptr;
+  Phase pending_phase = Phase::kDone;
+  auto flush = [&] {
+    if (pending == nullptr) return;
+    if (issuer) {
+      out.drain();  // this warpgroup's TMA stores are complete in global memory
+      fence_proxy_async_global();
+      if (!launch_aborted(ctx)) signal_add(pending, ctx.epoch, 1);
+    }
+    pending = nullptr;
+  };
   for (int32_t i = slice.member; i < list.total(); i += slice.size) {
     const Task task = list.at(i);
+    if (task.phase != pending_phase) flush();
     switch (task.phase) {
       case Phase::kDispatch:
         place_and_dispatch(p, ctx, slice.rank, task.index, hist, flag);
@@ -86,16 +102,15 @@ DETMOE_DEVICE void run_consumer_tasks(const LayerParams& p, const LaunchContext&
         // After an abort the producer fills stages without data; the epilogue still runs (it
         // only writes the workspace) so every thread of a warpgroup takes the same barriers.
         const GemmTask g = describe_gemm_task(p, task, slice.rank, list, walker);
-        consume_tile(wg, g.tile, g.gemm1, g.out_cols, g.map_c, g.map_h, g.map_h != nullptr, smem, pipe, st, out, acc);
-        if (issuer) {
-          out.drain();  // this warpgroup's TMA stores are complete in global memory
-          fence_proxy_async_global();
-          if (!launch_aborted(ctx)) signal_add(g.done, ctx.epoch, 1);
-        }
+        consume_tile(wg, g.tile, g.gemm1, g.out_cols, g.map_c, g.map_h, g.map_h != nullptr, smem, pipe, st, out, acc,
+                     flush);
+        pending = g.done;
+        pending_phase = task.phase;
         break;
       }
     }
   }
+  flush();
   out.drain();
 }
 

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 
+#include "megakernel/gemm/scheduler.cuh"
 #include "megakernel/layer/gemm_tiles.cuh"
 #include "megakernel/layer/layer_params.h"
 #include "megakernel/layer/sync.cuh"
@@ -35,9 +36,11 @@ DETMOE_DEVICE GemmTask describe_gemm_task(const LayerParams& p, const Task& task
   g.gemm1 = task.phase == Phase::kGemm1 || task.phase == Phase::kSharedGemm1;
   const int32_t width = g.gemm1 ? kGemm1Cols : kGemm2Cols;
   const int32_t n_cols = g.gemm1 ? (routed ? p.F : p.Fs) : p.H;
-  const int32_t tiles_per_row_block = div_up(n_cols, width);
-  const int32_t row_block = task.index / tiles_per_row_block;
-  const int32_t col0 = (task.index % tiles_per_row_block) * width;
+  // The GEMM core's band order (L2 reuse of each expert's weights across kBandRows m-blocks).
+  const int32_t row_blocks = routed ? list.mblocks() : p.token_mblocks;
+  const gemm::BandCoords bc = gemm::band_coords(task.index, row_blocks, div_up(n_cols, width), Cfg::kBandRows);
+  const int32_t row_block = bc.m_block;
+  const int32_t col0 = bc.n_block * width;
   g.out_cols = n_cols;
   g.tile.col0 = col0;
   g.tile.up_row = -1;

@@ -109,12 +109,16 @@ struct SplitSwiGLUEpilogue {
   }
 };
 
-// Consumer warpgroup: mainloop (the GEMM core's, verbatim) then the epilogue of its 64 rows.
-// gemm1: SwiGLU into map_c (+ h); else a bf16 store into map_c through the core's StoreEpilogue.
+// Consumer warpgroup: mainloop (the GEMM core's, verbatim), `before_epilogue()`, then the
+// epilogue of its 64 rows. gemm1: SwiGLU into map_c (+ h); else a bf16 store into map_c through
+// the core's StoreEpilogue.
+template <class BeforeEpilogue>
 DETMOE_DEVICE void consume_tile(int wg, const LayerTile& t, bool gemm1, int32_t out_cols, const CUtensorMap* map_c,
-                                const CUtensorMap* map_h, bool store_h, const Smem& smem,
-                                const Pipe& pipe, Stage& st, gemm::SlabStore& out, float (&acc)[Cfg::kAccumulators]) {
+                                const CUtensorMap* map_h, bool store_h, const Smem& smem, const Pipe& pipe, Stage& st,
+                                gemm::SlabStore& out, float (&acc)[Cfg::kAccumulators],
+                                BeforeEpilogue&& before_epilogue) {
   gemm::consume_k_blocks<Operands, Cfg>(wg, t.k_blocks, smem, pipe, st, acc);
+  before_epilogue();
   const uint32_t thread = threadIdx.x % 128;
   gemm::EpilogueTile et;
   et.row = t.c_row + wg * Cfg::kWarpgroupRows;

@@ -90,17 +90,29 @@ class TaskList {
   int32_t total_ = 0;
 };
 
-// Maps the rank's m-blocks (increasing within a phase) to experts by walking the m-block
-// offsets forward: amortised O(experts) loads per phase, like the GEMM core's scheduler.
+// Maps the rank's m-blocks to experts by walking the m-block offsets from the last answer, back
+// or forward: tiles come in bands of a few m-blocks (gemm::band_coords) and phases restart at
+// the rank's first m-block, so each step moves over a few experts at most (loads, not a search).
 class ExpertWalker {
  public:
   DETMOE_DEVICE ExpertWalker(const LayerParams& p, int32_t rank)
       : offsets_(p.ws.mblock_offset), first_(rank * p.experts_per_rank), last_(first_ + p.experts_per_rank - 1),
         e_(first_) {}
 
-  // Expert of global m-block `mb` (which must belong to the rank); restarts when mb goes back.
+  // Expert of global m-block `mb` (which must belong to the rank).
   DETMOE_DEVICE int32_t expert_of(int32_t mb) {
-    if (mb < __ldcg(offsets_ + e_)) e_ = first_;
+    // Back a few experts (inside a band), else a binary search for the last expert starting at
+    // or before mb (a phase restarting at the rank's first m-block).
+    for (int step = 0; step < 4 && e_ > first_ && __ldcg(offsets_ + e_) > mb; ++step) --e_;
+    if (__ldcg(offsets_ + e_) > mb) {
+      int32_t lo = first_, hi = e_ - 1;
+      while (lo < hi) {
+        const int32_t mid = (lo + hi + 1) / 2;
+        if (__ldcg(offsets_ + mid) <= mb) lo = mid;
+        else hi = mid - 1;
+      }
+      e_ = lo;
+    }
     while (e_ < last_ && __ldcg(offsets_ + e_ + 1) <= mb) ++e_;
     return e_;
   }
