@@ -10,6 +10,8 @@
 // Flags after Google Benchmark's own:
 //   --shapes=qwen3-30b-a3b,deepseek-v3,mixtral-8x7b,gpt-oss-120b  --routings=balanced,zipf1
 //   --gemm=per-expert[,grouped]  --impls=reference[,megakernel]  --timed=20  --seed=1
+//   --trace: the megakernel records its task timeline; the last timed launch's summary (per
+//            task kind: count, first start, last end, busy time per CTA) goes to stderr
 // The megakernel runs on the reference session's inputs (same data, same routing); a device
 // fault of the megakernel fails the benchmark run (exit 3) with its Status.
 #include <benchmark/benchmark.h>
@@ -28,6 +30,7 @@
 #include "detmoe/reference_session.h"
 #include "detmoe/routing.h"
 #include "detmoe/shapes.h"
+#include "megakernel/host/layer_trace.h"
 
 namespace {
 
@@ -40,6 +43,7 @@ struct Options {
   std::vector<std::string> impls = {"reference"};
   int timed = 20;
   uint64_t seed = 1;
+  bool trace = false;
 };
 
 void die(const std::string& what) {
@@ -156,12 +160,15 @@ void bench_reference(benchmark::State& state, std::string shape_name, std::strin
 }
 
 // The forward megakernel: one launch per step, no host synchronisation inside the timed region.
-void bench_megakernel(benchmark::State& state, std::string shape_name, std::string routing, uint64_t seed) {
+void bench_megakernel(benchmark::State& state, std::string shape_name, std::string routing, uint64_t seed,
+                      bool trace) {
   ReferenceSession& s = session_for(shape_name, routing, "per-expert", seed);
   DeviceProblem& p = s.problem();
   Current& c = current();
   if (!c.megakernel) {
-    auto layer = Layer::create(s.layer().shape(), LayerConfig{});
+    LayerOptions options;
+    options.trace_tasks_per_cta = trace ? 8192 : 0;
+    auto layer = Layer::create(s.layer().shape(), LayerConfig{}, options);
     check(layer.status(), "Layer::create");
     c.megakernel = std::move(*layer);
   }
@@ -170,6 +177,17 @@ void bench_megakernel(benchmark::State& state, std::string shape_name, std::stri
   auto step = [&] { check(layer.forward({p.inputs(), p.outputs()}, stream), "megakernel forward"); };
   auto settle = [&](const char* what) { check(layer.synchronize(stream), what); };
   time_steps(state, stream, layer.shape(), 1.0, step, settle);
+  if (trace) {
+    auto t = layer.downloaded_trace();
+    check(t.status(), "downloaded_trace");
+    const mk::TraceSummary summary = mk::summarize_trace(*t);
+    std::fprintf(stderr, "%s %s, last timed launch:\n%s", shape_name.c_str(), routing.c_str(),
+                 mk::format_trace_summary(summary).c_str());
+    double busy = 0;
+    for (const mk::TracePhase& p : summary.phases) busy += p.busy_us;
+    state.counters["trace_span_ms"] = summary.span_us * 1e-3;
+    state.counters["trace_busy_pct"] = summary.span_us > 0 ? 100 * busy / summary.span_us : 0;
+  }
 }
 
 void add_context() {
@@ -200,6 +218,7 @@ int main(int argc, char** argv) {
     else if (const char* v = value("--routings=")) o.routings = split(v);
     else if (const char* v = value("--gemm=")) o.gemms = split(v);
     else if (const char* v = value("--impls=")) o.impls = split(v);
+    else if (a == "--trace") o.trace = true;
     else if (const char* v = value("--timed=")) o.timed = std::max(1, std::atoi(v));
     else if (const char* v = value("--seed=")) o.seed = std::strtoull(v, nullptr, 10);
     else {
@@ -222,7 +241,7 @@ int main(int argc, char** argv) {
       // The megakernel first: it shares the per-expert session, built once per (shape, routing).
       if (wants("megakernel"))
         benchmark::RegisterBenchmark(("megakernel/" + shape + "/" + routing + "/fwd").c_str(), bench_megakernel, shape,
-                                     routing, o.seed)
+                                     routing, o.seed, o.trace)
             ->UseManualTime()
             ->Unit(benchmark::kMillisecond)
             ->Iterations(o.timed);

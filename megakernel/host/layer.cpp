@@ -29,8 +29,13 @@ struct Layer::Impl {
   void* memory = nullptr;
   mk::Workspace ws{};
 
+  unsigned long long* trace = nullptr;  // [grid, trace_tasks_per_cta, 3] when tracing
+  int32_t* trace_count = nullptr;       // [grid]
+
   ~Impl() {
     if (memory != nullptr) cudaFree(memory);
+    if (trace != nullptr) cudaFree(trace);
+    if (trace_count != nullptr) cudaFree(trace_count);
   }
 };
 
@@ -93,6 +98,15 @@ StatusOr<std::unique_ptr<Layer>> Layer::create(const Shape& shape, const LayerCo
   mk::Workspace& ws = impl->ws;
   const auto control_bytes = static_cast<size_t>(layout.control_bytes);
 
+  if (options.trace_tasks_per_cta < 0)
+    return invalid_argument(fmt::format("trace_tasks_per_cta = {} must be ≥ 0", options.trace_tasks_per_cta));
+  if (options.trace_tasks_per_cta > 0) {
+    const size_t records = static_cast<size_t>(grid) * static_cast<size_t>(options.trace_tasks_per_cta) * 3;
+    DETMOE_CUDA_RETURN(cudaMalloc(reinterpret_cast<void**>(&impl->trace), records * sizeof(unsigned long long)));
+    DETMOE_CUDA_RETURN(cudaMalloc(reinterpret_cast<void**>(&impl->trace_count), static_cast<size_t>(grid) * sizeof(int32_t)));
+    DETMOE_CUDA_RETURN(cudaMemset(impl->trace_count, 0, static_cast<size_t>(grid) * sizeof(int32_t)));
+  }
+
   // Counters at epoch 0, the first launch runs epoch 1; no bad-input key; no fault.
   DETMOE_CUDA_RETURN(cudaMemset(impl->memory, 0, control_bytes));
   DETMOE_CUDA_RETURN(cudaMemset(ws.bad_key, 0xff, sizeof(unsigned long long)));
@@ -129,6 +143,9 @@ Status Layer::forward(const LayerForwardArgs& args, cudaStream_t stream) {
                              : ~0ull;
   p.counters = z.counters;
   p.ws = m.ws;
+  p.trace = m.trace;
+  p.trace_count = m.trace_count;
+  p.trace_capacity = m.options.trace_tasks_per_cta;
 
   const int64_t rows = sh.P * z.capacity, epr = sh.experts_per_rank();
   DETMOE_RETURN_IF_ERROR(encode(p.recv_load, m.ws.recv, rows, sh.H, 128));
@@ -190,6 +207,25 @@ StatusOr<RoutingPlan> Layer::downloaded_plan() const {
   plan.slot_row.assign(slot_row.begin(), slot_row.end());
   for (int64_t r = 0; r < sh.P; ++r) plan.max_recv_rows = std::max(plan.max_recv_rows, plan.recv_rows(r));
   return plan;
+}
+
+StatusOr<std::vector<LayerTaskTrace>> Layer::downloaded_trace() const {
+  const Impl& m = *impl_;
+  std::vector<LayerTaskTrace> out;
+  if (m.trace == nullptr) return out;
+  DETMOE_CUDA_RETURN(cudaDeviceSynchronize());
+  const int64_t cap = m.options.trace_tasks_per_cta;
+  std::vector<int32_t> counts(static_cast<size_t>(m.grid));
+  std::vector<unsigned long long> records(static_cast<size_t>(m.grid * cap * 3));
+  DETMOE_CUDA_RETURN(cudaMemcpy(counts.data(), m.trace_count, counts.size() * sizeof(int32_t), cudaMemcpyDeviceToHost));
+  DETMOE_CUDA_RETURN(cudaMemcpy(records.data(), m.trace, records.size() * sizeof(unsigned long long),
+                                cudaMemcpyDeviceToHost));
+  for (int32_t c = 0; c < m.grid; ++c)
+    for (int64_t i = 0; i < std::min<int64_t>(counts[c], cap); ++i) {
+      const unsigned long long* r = records.data() + (c * cap + i) * 3;
+      out.push_back({c, r[0], static_cast<int64_t>(r[1]), static_cast<int64_t>(r[2])});
+    }
+  return out;
 }
 
 Status Layer::synchronize(cudaStream_t stream) {

@@ -22,6 +22,7 @@
 #include "megakernel/layer/plan_phases.cuh"
 #include "megakernel/layer/sync.cuh"
 #include "megakernel/layer/task_list.cuh"
+#include "megakernel/layer/trace.cuh"
 #include "megakernel/ptx/common.cuh"
 #include "megakernel/ptx/tma.cuh"
 
@@ -87,6 +88,7 @@ DETMOE_DEVICE void run_consumer_tasks(const LayerParams& p, const LaunchContext&
   };
   for (int32_t i = slice.member; i < list.total(); i += slice.size) {
     const Task task = list.at(i);
+    TaskTracer::start(p);
     if (task.phase != pending_phase) flush();
     switch (task.phase) {
       case Phase::kDispatch:
@@ -109,6 +111,7 @@ DETMOE_DEVICE void run_consumer_tasks(const LayerParams& p, const LaunchContext&
         break;
       }
     }
+    TaskTracer::record(p, task.id);
   }
   flush();
   out.drain();
@@ -141,9 +144,12 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) layer_forward_kernel(const _
   }
   __syncthreads();
   const LaunchContext ctx{epoch_shared, p.ws.error, p.timeout_ns, p.force_timeout_task};
+  TaskTracer::begin_launch(p);
+  TaskTracer::start(p);
 
   // Plan scratch: one E-int histogram per warp, in the (still idle) operand stages.
   const bool planned = run_plan(p, ctx, reinterpret_cast<int*>(smem.a_stage(0)), &flag_shared);
+  TaskTracer::record(p, make_task_id(TaskKind::kPlan, 0, 0));
   if (planned) {
     // The plan's scratch (generic writes) lives in the operand stages the TMA loads write next.
     ptx::fence_proxy_async_shared();
@@ -158,6 +164,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) layer_forward_kernel(const _
       run_consumer_tasks(p, ctx, smem, pipe, &copy_flag_shared);
     }
   }
+  TaskTracer::finish(p);
   __syncthreads();
   if (threadIdx.x == 0) finish_launch(p, ctx.epoch);
 #endif

@@ -2,10 +2,15 @@
 // docs/NUMERICS.md), and its combine against the contract's order bit for bit.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <set>
+
 #include "detmoe/plan.h"
 #include "detmoe/shapes.h"
 #include "gpu_problem.h"
 #include "layer_test_util.h"
+#include "megakernel/host/layer_trace.h"
+#include "megakernel/layer/layer_params.h"
 #include "support/gpu.h"
 
 namespace detmoe {
@@ -140,6 +145,44 @@ TEST(MegakernelLayer, BackwardIsNotImplementedYet) {
   auto layer = Layer::create(Shape{64, 128, 64, 4, 2, 1, 0}, {});
   ASSERT_TRUE(layer.ok()) << layer.status().to_string();
   EXPECT_EQ((*layer)->backward({}, nullptr).code(), ErrorCode::kNotImplemented);
+}
+
+// The task timeline (LayerOptions::trace_tasks_per_cta) records each task once with start ≤ end,
+// one plan record per CTA, and changes no bits.
+TEST(MegakernelTrace, RecordsEveryTaskOnceAndChangesNoBits) {
+  DETMOE_REQUIRE_GPU();
+  const Shape s{700, 128, 128, 32, 3, 2, 64};
+  const Routing r = make_routing(s, "zipf:1", 43);
+  const auto plain = run_megakernel_once(s, r, 43);
+  ASSERT_FALSE(plain.empty());
+  LayerOptions options;
+  options.trace_tasks_per_cta = 4096;
+  auto c = MegakernelCase::create(s, r, 43, LayerConfig{}, options);
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  auto got = (*c)->run();
+  ASSERT_TRUE(got.ok()) << got.status().to_string();
+  EXPECT_TRUE(testing::bitwise_equal(*got, plain));
+  auto trace = (*c)->layer().downloaded_trace();
+  ASSERT_TRUE(trace.ok()) << trace.status().to_string();
+  std::set<std::pair<int32_t, uint64_t>> plan_records;
+  std::set<uint64_t> tasks;
+  int64_t dispatch = 0, sums = 0;
+  for (const LayerTaskTrace& t : *trace) {
+    EXPECT_LE(t.start_ns, t.end_ns);
+    if (mk::task_kind(t.task) == mk::TaskKind::kPlan) {
+      EXPECT_TRUE(plan_records.insert({t.cta, t.task}).second);
+      continue;
+    }
+    EXPECT_TRUE(tasks.insert(t.task).second) << "task 0x" << std::hex << t.task << " recorded twice";
+    dispatch += mk::task_kind(t.task) == mk::TaskKind::kPlaceDispatch ? 1 : 0;
+    sums += mk::task_kind(t.task) == mk::TaskKind::kWeightedSum ? 1 : 0;
+  }
+  EXPECT_EQ(static_cast<int>(plan_records.size()), (*c)->layer().grid_ctas());
+  EXPECT_EQ(dispatch, s.P * ((s.T + mk::kPlanChunkTokens - 1) / mk::kPlanChunkTokens));
+  EXPECT_EQ(sums, s.P * ((s.T + mk::kSumChunkTokens - 1) / mk::kSumChunkTokens));
+  const mk::TraceSummary summary = mk::summarize_trace(*trace);
+  EXPECT_GT(summary.span_us, 0.0);
+  std::printf("%s", mk::format_trace_summary(summary).c_str());
 }
 
 }  // namespace

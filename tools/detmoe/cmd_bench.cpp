@@ -36,6 +36,7 @@ struct BenchArgs {
   int timed = 20;
   uint64_t seed = 1;
   bool no_torch = false;
+  bool trace = false;
   std::string python;
   std::string perf_binary = DETMOE_PERF_LAYER_PATH;
   std::string script = DETMOE_SOURCE_DIR "/perf/torch_moe_pipeline.py";
@@ -81,7 +82,7 @@ int run_bench(const BenchArgs& a) {
                                       "--benchmark_out=\"{}\" --benchmark_out_format=json --benchmark_counters_tabular=true{}",
                                       a.perf_binary, joined(a.shapes), joined(a.routings), joined(a.gemms),
                                       mk ? "megakernel,reference" : "reference", a.timed, a.seed, gb_json,
-                                      mk ? " --benchmark_filter=/fwd/" : "");
+                                      std::string(mk ? " --benchmark_filter=/fwd/" : "") + (a.trace ? " --trace" : ""));
   fmt::print("$ {}\n", cmd);
   std::fflush(stdout);
   if (std::system(cmd.c_str()) != 0) {
@@ -211,6 +212,7 @@ void add_bench_command(CLI::App& app, Action& run) {
   cmd->add_option("--timed", args->timed, "timed steps per case (median)")->check(CLI::Range(1, 10000))->capture_default_str();
   cmd->add_option("--seed", args->seed, "data and routing seed")->capture_default_str();
   cmd->add_flag("--no-torch", args->no_torch, "skip the PyTorch pipeline");
+  cmd->add_flag("--trace", args->trace, "megakernel: print each case's task timeline summary (per task kind)");
   cmd->add_option("--python", args->python, "Python with PyTorch (default: /opt/torch/.venv/bin/python or python3)");
   cmd->add_option("--perf-binary", args->perf_binary, "detmoe_perf_layer to run")->capture_default_str();
   cmd->add_option("--script", args->script, "the PyTorch pipeline script")->capture_default_str();

@@ -1,0 +1,48 @@
+// The optional task timeline of the fused kernel (LayerOptions::trace_tasks_per_cta): thread 128
+// of each CTA (the first consumer thread, which runs every task of the CTA) appends (task id, start, end) in %globaltimer nanoseconds for the plan and every task it
+// runs, so a profile can split a launch into plan / dispatch / GEMMs / combine / sum / waiting.
+// Off (p.trace == null) it costs one predicate per task.
+#pragma once
+
+#include <cstdint>
+
+#include "megakernel/layer/layer_params.h"
+#include "megakernel/layer/sync.cuh"
+
+namespace detmoe::mk {
+
+// Stateless on purpose: whether this thread writes is recomputed from the kernel parameters and
+// its count and start time live in shared memory, so nothing stays live in registers across the
+// GEMM mainloop (the consumers run at their register limit; a live timestamp made ptxas spill).
+struct TraceState {
+  int32_t count;
+  unsigned long long start;
+};
+__shared__ TraceState trace_state;
+
+struct TaskTracer {
+  static DETMOE_DEVICE bool writer(const LayerParams& p) { return p.trace != nullptr && threadIdx.x == 128; }
+
+  static DETMOE_DEVICE void begin_launch(const LayerParams& p) {
+    if (writer(p)) trace_state.count = 0;
+  }
+
+  static DETMOE_DEVICE void start(const LayerParams& p) {
+    if (writer(p)) trace_state.start = globaltimer_ns();
+  }
+
+  static DETMOE_DEVICE void record(const LayerParams& p, uint64_t task) {
+    if (!writer(p) || trace_state.count >= p.trace_capacity) return;
+    unsigned long long* r = p.trace + (static_cast<int64_t>(blockIdx.x) * p.trace_capacity + trace_state.count) * 3;
+    r[0] = task;
+    r[1] = trace_state.start;
+    r[2] = globaltimer_ns();
+    ++trace_state.count;
+  }
+
+  static DETMOE_DEVICE void finish(const LayerParams& p) {
+    if (writer(p)) p.trace_count[blockIdx.x] = trace_state.count;
+  }
+};
+
+}  // namespace detmoe::mk

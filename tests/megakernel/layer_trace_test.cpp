@@ -1,0 +1,45 @@
+// The task-timeline summary (host only): phases by task kind, spans relative to the launch's
+// first start, busy time averaged over the CTAs.
+#include <gtest/gtest.h>
+
+#include "megakernel/host/layer_trace.h"
+#include "megakernel/layer/device_error.h"
+
+namespace detmoe::mk {
+namespace {
+
+uint64_t id(TaskKind kind, uint32_t index) { return make_task_id(kind, 0, index); }
+
+TEST(LayerTrace, SummarisesPhasesByKind) {
+  // Two CTAs; times in ns, the launch starts at 1'000'000.
+  const std::vector<LayerTaskTrace> trace = {
+      {0, id(TaskKind::kPlan, 0), 1'000'000, 1'010'000},        {1, id(TaskKind::kPlan, 0), 1'000'000, 1'012'000},
+      {0, id(TaskKind::kPlaceDispatch, 0), 1'010'000, 1'030'000}, {1, id(TaskKind::kGemm1, 3), 1'012'000, 1'052'000},
+      {0, id(TaskKind::kGemm1, 0), 1'030'000, 1'070'000},         {1, id(TaskKind::kWeightedSum, 0), 1'060'000, 1'064'000},
+  };
+  const TraceSummary s = summarize_trace(trace);
+  EXPECT_EQ(s.ctas, 2);
+  EXPECT_DOUBLE_EQ(s.span_us, 70.0);
+  ASSERT_EQ(s.phases.size(), 4u);
+  EXPECT_EQ(s.phases[0].name, "plan");
+  EXPECT_DOUBLE_EQ(s.phases[0].busy_us, 11.0);  // (10 + 12) / 2
+  EXPECT_EQ(s.phases[1].name, "dispatch");
+  EXPECT_EQ(s.phases[2].name, "GEMM1");
+  EXPECT_EQ(s.phases[2].tasks, 2);
+  EXPECT_DOUBLE_EQ(s.phases[2].first_us, 12.0);
+  EXPECT_DOUBLE_EQ(s.phases[2].last_us, 70.0);
+  EXPECT_DOUBLE_EQ(s.phases[2].busy_us, 40.0);
+  EXPECT_EQ(s.phases[3].name, "weighted sum");
+  const std::string text = format_trace_summary(s);
+  EXPECT_NE(text.find("GEMM1"), std::string::npos);
+  EXPECT_NE(text.find("70.0 µs"), std::string::npos);
+}
+
+TEST(LayerTrace, EmptyTraceIsAnEmptySummary) {
+  const TraceSummary s = summarize_trace({});
+  EXPECT_EQ(s.ctas, 0);
+  EXPECT_TRUE(s.phases.empty());
+}
+
+}  // namespace
+}  // namespace detmoe::mk
