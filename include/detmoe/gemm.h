@@ -33,8 +33,8 @@ enum class Epilogue {
   kRowScaleBF16,  // C[r, :] = bf16(row_scale[r] · acc), the product in fp32 (kForward, kDataGrad)
   // kForward only. B's rows interleave gate and up in blocks of 8 (gate 0–7, up 0–7, gate 8–15,
   // …), see interleaved_gate_up_source_row(). C [rows, N/2] = bf16(silu(g)·u) with g = bf16(gate acc) and
-  // u = bf16(up acc), silu and the product in fp32 (DESIGN.md §2; megakernel/gemm/swiglu_math.cuh
-  // holds the one formula). Optionally h [rows, N] = bf16(acc) in the same interleaved order.
+  // u = bf16(up acc), silu and the product in fp32 (DESIGN.md §2; `contract_swiglu` of
+  // detmoe/contract_math.h, the one formula of every GPU path). Optionally h [rows, N] = bf16(acc) in the same interleaved order.
   kSwiGLU,
 };
 

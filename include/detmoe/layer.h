@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <vector>
 
 #include "detmoe/config.h"
 #include "detmoe/device_tensors.h"
@@ -47,6 +48,18 @@ struct LayerTestHooks {
 struct LayerOptions {
   int device = 0;  // the CUDA device every loopback rank lives on
   LayerTestHooks hooks;
+  // Task timeline for profiling: when > 0, every CTA records the %globaltimer start and end of
+  // up to this many of its tasks (and of its plan) per launch; Layer::downloaded_trace() reads
+  // the last launch's. Changes no bits; costs two timer reads per task.
+  int32_t trace_tasks_per_cta = 0;
+};
+
+// One task of the last launch's timeline (Layer::downloaded_trace).
+struct LayerTaskTrace {
+  int32_t cta;
+  uint64_t task;     // task id (docs/MEGAKERNEL.md "Task ids"); kind 1 = the plan
+  int64_t start_ns;  // %globaltimer
+  int64_t end_ns;
 };
 
 // Forward arguments: one entry per rank (P entries in loopback), as for the reference layer.
@@ -91,6 +104,10 @@ class Layer {
   // Filled: rows, expert_count, expert_offset, rank_row_begin, row_token, row_slot, slot_row;
   // the send/receive pair tables are not kept by the megakernel and stay empty.
   StatusOr<RoutingPlan> downloaded_plan() const;
+
+  // The last launch's task timeline (LayerOptions::trace_tasks_per_cta > 0, else empty), in
+  // CTA order and each CTA's task order. Synchronises the device.
+  StatusOr<std::vector<LayerTaskTrace>> downloaded_trace() const;
 
   struct Impl;
 

@@ -25,7 +25,7 @@
 #include "detmoe/gemm.h"
 #include "megakernel/gemm/params.cuh"
 #include "megakernel/gemm/ragged_map.cuh"
-#include "megakernel/gemm/swiglu_math.cuh"
+#include "detmoe/contract_math.h"
 #include "megakernel/ptx/common.cuh"
 #include "megakernel/ptx/stmatrix.cuh"
 #include "megakernel/ptx/tma.cuh"
@@ -176,7 +176,7 @@ struct SwiGLUEpilogue {
           const int gate = 64 * s + 8 * (j / 4) + (j % 4);
           const float g = zero ? 0.0f : __bfloat162float(__float2bfloat16_rn(acc[gate]));
           const float u = zero ? 0.0f : __bfloat162float(__float2bfloat16_rn(acc[gate + 4]));
-          return silu_times(g, u);
+          return contract_swiglu(g, u);
         });
       });
     }

@@ -7,7 +7,7 @@
 
 #include "detmoe/numeric.h"
 #include "gemm_test_util.h"
-#include "megakernel/gemm/swiglu_math.cuh"
+#include "detmoe/contract_math.h"
 #include "support/gpu.h"
 #include "swiglu_reference.h"
 
@@ -115,7 +115,7 @@ TEST(GemmEpilogue, SwiGLUMatchesTheContractBitwise) {
       const int64_t gate_col = (j / 8) * 16 + j % 8;
       const float g = round_bf16(c32[r * p.n + gate_col]);
       const float u = round_bf16(c32[r * p.n + gate_col + 8]);
-      const uint16_t host = float_to_bf16(silu_times(g, u));
+      const uint16_t host = float_to_bf16(contract_swiglu(g, u));
       far_from_host += std::abs(static_cast<int>(host) - static_cast<int>(got)) > 1;
     }
   }

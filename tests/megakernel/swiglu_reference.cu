@@ -1,7 +1,7 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
-#include "megakernel/gemm/swiglu_math.cuh"
+#include "detmoe/contract_math.h"
 #include "swiglu_reference.h"
 
 namespace detmoe::gemm::testing {
@@ -14,7 +14,7 @@ __global__ void swiglu_reference_kernel(const float* in, int64_t rows, int64_t n
     const int64_t gate = (j / 8) * 16 + (j % 8);  // gate block 2b, up block 2b + 1
     const float g = __bfloat162float(__float2bfloat16_rn(in[r * n + gate]));
     const float u = __bfloat162float(__float2bfloat16_rn(in[r * n + gate + 8]));
-    const __nv_bfloat16 a = __float2bfloat16_rn(silu_times(g, u));
+    const __nv_bfloat16 a = __float2bfloat16_rn(contract_swiglu(g, u));
     out[i] = *reinterpret_cast<const uint16_t*>(&a);
   }
 }

@@ -1,5 +1,5 @@
 // Device reference of the SwiGLU epilogue's elementwise step, from an fp32 GEMM output with
-// gate/up columns interleaved by 8: out[r, j] = bf16(silu_times(bf16 g, bf16 u)).
+// gate/up columns interleaved by 8: out[r, j] = bf16(contract_swiglu(bf16 g, bf16 u)).
 #pragma once
 
 #include <cstdint>
