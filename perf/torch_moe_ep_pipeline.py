@@ -23,7 +23,6 @@ Writes (rank 0) {"schema": "detmoe.torch_ep_pipeline/1", "torch", "gpu", "world_
 import argparse
 import json
 import os
-import statistics
 import sys
 
 import torch
@@ -31,7 +30,7 @@ import torch.distributed as dist
 import torch.distributed.nn.functional as dist_fn
 import torch.nn.functional as F
 
-from torch_moe_pipeline import SHAPES, make_routing
+from torch_moe_pipeline import SHAPES, make_routing, time_steps
 
 
 def a2a(x, out_splits, in_splits):
@@ -64,24 +63,6 @@ def moe_ep_forward(x, topk_idx, topk_w, w13, w2, E, P):
     return torch.bmm(topk_w.to(y_slots.dtype).unsqueeze(1), y_slots).squeeze(1)
 
 
-def time_steps(step, timed, flush):
-    for _ in range(3):
-        step()
-    torch.cuda.synchronize()
-    times = []
-    for i in range(timed):
-        flush.fill_(i & 0xFF)
-        dist.barrier()
-        start = torch.cuda.Event(enable_timing=True)
-        stop = torch.cuda.Event(enable_timing=True)
-        start.record()
-        step()
-        stop.record()
-        stop.synchronize()
-        times.append(start.elapsed_time(stop))
-    return statistics.median(times)
-
-
 def run_case(name, routing, timed, seed, flush, passes, P):
     T, H, Fdim, E, k = SHAPES[name]
     if E % P:
@@ -109,7 +90,7 @@ def run_case(name, routing, timed, seed, flush, passes, P):
     for pass_name, step, flops in (("fwd", fwd, fwd_flops), ("fwd+bwd", fwd_bwd, 3 * fwd_flops)):
         if pass_name not in passes:
             continue
-        med = torch.tensor([time_steps(step, timed, flush)], device=dev)
+        med = torch.tensor([time_steps(step, timed, flush, before_step=dist.barrier)[0]], device=dev)
         worst = med.clone()
         dist.all_reduce(worst, op=dist.ReduceOp.MAX)
         results.append({"shape": name, "routing": routing, "pass": pass_name, "median_ms": worst.item(),

@@ -59,13 +59,16 @@ def moe_forward(x, topk_idx, topk_w, w13, w2, E):
     return torch.bmm(topk_w.to(y.dtype).unsqueeze(1), y_slots).squeeze(1)
 
 
-def time_steps(step, timed, flush):
+def time_steps(step, timed, flush, before_step=None):
+    """Median ms of `timed` steps after 3 warm-ups; L2 evicted (and before_step() run) ahead of each."""
     for _ in range(3):
         step()
     torch.cuda.synchronize()
     times = []
     for i in range(timed):
         flush.fill_(i & 0xFF)
+        if before_step is not None:
+            before_step()
         start = torch.cuda.Event(enable_timing=True)
         stop = torch.cuda.Event(enable_timing=True)
         start.record()
