@@ -103,6 +103,14 @@ void time_launches(benchmark::State& state, double flops, Launch&& launch) {
   cudaEventDestroy(stop);
 }
 
+// Times the GEMM core on one problem (a failed launch ends the benchmark run with its Status).
+void time_gemm_core(benchmark::State& state, double flops, const detmoe::gemm::GroupedGemm& g) {
+  time_launches(state, flops, [&] {
+    const detmoe::Status st = detmoe::gemm::run(g, nullptr);
+    if (!st.ok()) die(st.to_string());
+  });
+}
+
 cublasHandle_t cublas() {
   static cublasHandle_t h = [] {
     cublasHandle_t handle;
@@ -150,10 +158,7 @@ void bench_dense(benchmark::State& state, const DenseCase& dc, bool use_cublas) 
     g.a = a.p;
     g.b = b.p;
     g.c = c.p;
-    time_launches(state, flops, [&] {
-      const detmoe::Status st = detmoe::gemm::run(g, nullptr);
-      if (!st.ok()) die(st.to_string());
-    });
+    time_gemm_core(state, flops, g);
   }
 }
 
@@ -216,10 +221,7 @@ void bench_grouped(benchmark::State& state, const GroupedCase& gc, const std::ve
   g.a = a.p;
   g.b = b.p;
   g.c = c.p;
-  time_launches(state, flops, [&] {
-    const detmoe::Status st = detmoe::gemm::run(g, nullptr);
-    if (!st.ok()) die(st.to_string());
-  });
+  time_gemm_core(state, flops, g);
   state.counters["rows"] = static_cast<double>(rows);
 }
 

@@ -141,13 +141,7 @@ TEST_P(GemmExact, ZeroReductionGivesZeros) {
 
 INSTANTIATE_TEST_SUITE_P(Layouts, GemmExact,
                          ::testing::Values(Layout::kForward, Layout::kDataGrad, Layout::kWeightGrad),
-                         [](const auto& info) {
-                           switch (info.param) {
-                             case Layout::kForward: return std::string("Forward");
-                             case Layout::kDataGrad: return std::string("DataGrad");
-                             default: return std::string("WeightGrad");
-                           }
-                         });
+                         layout_param_name<::testing::TestParamInfo<Layout>>);
 
 }  // namespace
 }  // namespace detmoe::gemm::testing

@@ -145,4 +145,13 @@ std::string describe(const Problem& p) {
   return os.str();
 }
 
+std::string layout_test_name(Layout layout) {
+  switch (layout) {
+    case Layout::kForward: return "Forward";
+    case Layout::kDataGrad: return "DataGrad";
+    case Layout::kWeightGrad: return "WeightGrad";
+  }
+  return "UnknownLayout";
+}
+
 }  // namespace detmoe::gemm::testing

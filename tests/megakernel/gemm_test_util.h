@@ -109,4 +109,12 @@ int64_t out_pitch(const Problem& p, Epilogue e);
 
 std::string describe(const Problem& p);
 
+// Test-name suffix of a Layout parameter ("Forward", "DataGrad", "WeightGrad": gtest names allow
+// no '-', so to_string(Layout) cannot serve).
+std::string layout_test_name(Layout layout);
+template <class ParamInfo>
+std::string layout_param_name(const ParamInfo& info) {
+  return layout_test_name(info.param);
+}
+
 }  // namespace detmoe::gemm::testing
