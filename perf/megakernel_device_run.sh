@@ -44,6 +44,10 @@ log=$OUT/megakernel-run.log
     RC_PARAMS="max_success=${MK_RC:-30}" timeout $box $mk --gtest_filter="$f" >>"$OUT/megakernel.log" 2>&1
     echo "$f exit $?"
   done
+  if [ "${MK_GEMM_TESTS:-1}" = 1 ] && [ "$(left)" -gt 80 ]; then
+    timeout 60 ./tests/megakernel/detmoe_gemm_test >"$OUT/gemm-test.log" 2>&1
+    echo "detmoe_gemm_test exit $?"; grep -E "^\[ *(PASSED|FAILED) *\]|tests ran" "$OUT/gemm-test.log" | head -12
+  fi
   grep -E "^\[ *(OK|FAILED) *\]" "$OUT/megakernel.log" | grep -v "listed below" | sort | uniq | head -60
   if [ "${MK_BENCH:-0}" = 1 ] && [ "$(left)" -gt 90 ]; then
     step bench --impl megakernel
