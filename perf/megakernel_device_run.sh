@@ -51,7 +51,7 @@ log=$OUT/megakernel-run.log
   grep -E "^\[ *(OK|FAILED) *\]" "$OUT/megakernel.log" | grep -v "listed below" | sort | uniq | head -60
   if [ "${MK_BENCH:-0}" = 1 ] && [ "$(left)" -gt 90 ]; then
     step bench --impl megakernel
-    timeout $(( $(left) > 200 ? 150 : $(left) - 50 )) ./detmoe bench --impl megakernel ${MK_BENCH_ARGS:-} --json "$OUT/bench-megakernel.json" 2>&1 | tail -30
+    timeout $(( $(left) > 200 ? 150 : $(left) - 50 )) ./detmoe bench --impl megakernel ${MK_BENCH_ARGS:-} --json "$OUT/bench-megakernel.json" 2>&1 | tee "$OUT/bench-megakernel.log" | tail -30
   fi
   if [ "${MK_SANITIZE:-1}" = 1 ] && [ "$(left)" -gt 100 ]; then
     for tool in memcheck racecheck; do

@@ -1,9 +1,10 @@
 // Epilogues: what happens to a consumer warpgroup's 64×256 fp32 accumulator tile.
 //
-// Every epilogue goes through shared memory and TMA stores: it writes 64-row × 128-byte slabs
-// (64 bf16 or 32 fp32 columns, 128-byte swizzled so the eight row addresses of a stmatrix hit
-// distinct banks) into two rotating staging slabs, and one thread per warpgroup stores each
-// slab with the ragged C map, which drops rows past the group and columns past C.
+// Every epilogue goes through shared memory: it writes 64-row × 128-byte slabs (64 bf16 or 32
+// fp32 columns, 128-byte swizzled so the eight row addresses of a stmatrix hit distinct banks)
+// into two rotating staging slabs, and one thread per warpgroup stores each slab with the
+// ragged C map, which drops rows past the group and columns past C (or, copy_out, the whole
+// warpgroup copies it to rows of its choosing).
 //
 // An epilogue is a type with
 //   template <class Cfg> static void apply(const float (&acc)[128], bool zero, const EpilogueTile&,
@@ -67,6 +68,22 @@ class SlabStore {
       ptx::tma_store_3d(map, slab, col, rc.y, rc.z);
       ptx::bulk_commit_group();
     }
+    ++count_;
+  }
+
+  // Fills the next slab with `write(slab)`, then every thread of the warpgroup copies it out with
+  // `copy(slab)` (generic loads and stores): for rows that no tensor map covers, such as the
+  // megakernel's rows scattered to their tokens' y slots. Shares the rotation with store().
+  template <class Write, class Copy>
+  DETMOE_DEVICE void copy_out(Write&& write, Copy&& copy) {
+    const uint32_t slab = (count_ & 1u) ? slab1_ : slab0_;
+    // A TMA store issued two slabs ago read this slab (see store()); a copy_out two slabs ago
+    // read it too, and every thread finished that copy before it reached this barrier.
+    if (issuer_) ptx::bulk_wait_group_read<1>();
+    ptx::named_barrier_sync(barrier_id_, 128);
+    write(slab);
+    ptx::named_barrier_sync(barrier_id_, 128);
+    copy(slab);
     ++count_;
   }
 

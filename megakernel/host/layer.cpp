@@ -152,7 +152,6 @@ Status Layer::forward(const LayerForwardArgs& args, cudaStream_t stream) {
   DETMOE_RETURN_IF_ERROR(encode(p.act_store, m.ws.act, rows, sh.F, 64));
   DETMOE_RETURN_IF_ERROR(encode(p.act_load, m.ws.act, rows, sh.F, 128));
   if (m.ws.h != nullptr) DETMOE_RETURN_IF_ERROR(encode(p.h_store, m.ws.h, rows, 2 * sh.F, 64));
-  DETMOE_RETURN_IF_ERROR(encode(p.y_store, m.ws.y_sorted, rows, sh.H, 64));
   if (sh.Fs > 0) {
     DETMOE_RETURN_IF_ERROR(encode(p.act_s_store, m.ws.act_s, sh.P * sh.T, sh.Fs, 64));
     DETMOE_RETURN_IF_ERROR(encode(p.act_s_load, m.ws.act_s, sh.P * sh.T, sh.Fs, 128));

@@ -51,7 +51,6 @@ StatusOr<LayerSizes> layer_sizes(const Shape& shape, const LayerConfig& config) 
   int64_t at = 0;
   c.dispatch_ready = static_cast<int32_t>(at), at += z.mblock_capacity;
   c.gemm1_done = static_cast<int32_t>(at), at += z.mblock_capacity;
-  c.gemm2_done = static_cast<int32_t>(at), at += z.mblock_capacity;
   c.shared1_done = static_cast<int32_t>(at), at += z.token_mblocks;
   c.shared2_done = static_cast<int32_t>(at), at += z.token_mblocks;
   c.slots_ready = static_cast<int32_t>(at), at += z.sum_chunks;
@@ -60,7 +59,6 @@ StatusOr<LayerSizes> layer_sizes(const Shape& shape, const LayerConfig& config) 
   z.recv = P * z.capacity * H;
   z.act = P * z.capacity * F;
   z.h = config.save_h ? P * z.capacity * 2 * F : 0;
-  z.y_sorted = P * z.capacity * H;
   z.slots = P * T * shape.k * H;
   z.act_s = Fs > 0 ? P * T * Fs : 0;
   z.s = Fs > 0 ? P * T * H : 0;
@@ -111,7 +109,6 @@ WorkspaceLayout layout_workspace(uintptr_t base, const Shape& shape, const Layer
   ws.recv = c.take<uint16_t>(z.recv);
   ws.act = c.take<uint16_t>(z.act);
   ws.h = c.take<uint16_t>(z.h);
-  ws.y_sorted = c.take<uint16_t>(z.y_sorted);
   ws.slots = c.take<uint16_t>(z.slots);
   ws.act_s = c.take<uint16_t>(z.act_s);
   ws.s = c.take<uint16_t>(z.s);
@@ -130,9 +127,8 @@ std::string describe_task(uint64_t id) {
       return fmt::format("place+dispatch of token chunk {} (tokens {}..) of rank {}", index, index * kPlanChunkTokens, rank);
     case TaskKind::kGemm1: return fmt::format("GEMM1 (+SwiGLU) tile {} of rank {}", index, rank);
     case TaskKind::kSharedGemm1: return fmt::format("shared-expert GEMM1 tile {} of rank {}", index, rank);
-    case TaskKind::kGemm2: return fmt::format("GEMM2 tile {} of rank {}", index, rank);
+    case TaskKind::kGemm2: return fmt::format("GEMM2 (+combine) tile {} of rank {}", index, rank);
     case TaskKind::kSharedGemm2: return fmt::format("shared-expert GEMM2 tile {} of rank {}", index, rank);
-    case TaskKind::kCombine: return fmt::format("combine of m-block {} of rank {}", index, rank);
     case TaskKind::kWeightedSum:
       return fmt::format("weighted sum of token chunk {} (tokens {}..) of rank {}", index, index * kSumChunkTokens, rank);
   }
@@ -144,7 +140,6 @@ std::string describe_counter(CounterKind kind, uint32_t rank, int64_t index) {
     case CounterKind::kGridBarrier: return fmt::format("plan grid barrier {}", index);
     case CounterKind::kDispatchReady: return fmt::format("dispatch-ready counter of m-block {} of rank {}", index, rank);
     case CounterKind::kGemm1Done: return fmt::format("GEMM1-done counter of m-block {} of rank {}", index, rank);
-    case CounterKind::kGemm2Done: return fmt::format("GEMM2-done counter of m-block {} of rank {}", index, rank);
     case CounterKind::kShared1Done: return fmt::format("shared GEMM1-done counter of token m-block {} of rank {}", index, rank);
     case CounterKind::kShared2Done: return fmt::format("shared GEMM2-done counter of token m-block {} of rank {}", index, rank);
     case CounterKind::kSlotsReady: return fmt::format("slots-ready counter of token chunk {} of rank {}", index, rank);

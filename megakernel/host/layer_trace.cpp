@@ -13,8 +13,9 @@ namespace detmoe::mk {
 TraceSummary summarize_trace(const std::vector<LayerTaskTrace>& trace) {
   TraceSummary s;
   if (trace.empty()) return s;
-  static constexpr std::array<const char*, 9> kNames = {"?",     "plan",         "dispatch",     "GEMM1",   "shared GEMM1",
-                                                        "GEMM2", "shared GEMM2", "combine",      "weighted sum"};
+  static constexpr std::array<const char*, 8> kNames = {"?",          "plan",         "dispatch",
+                                                        "GEMM1",      "shared GEMM1", "GEMM2+combine",
+                                                        "shared GEMM2", "weighted sum"};
   int64_t t0 = std::numeric_limits<int64_t>::max(), t1 = std::numeric_limits<int64_t>::min();
   int32_t max_cta = -1;
   for (const LayerTaskTrace& r : trace) {

@@ -1,10 +1,12 @@
 // The data-movement tasks of the fused kernel, run by the 256 threads of the two consumer
-// warpgroups: place+dispatch (level 0), combine (level 3) and the weighted sum (level 4).
+// warpgroups: place+dispatch (level 0) and the weighted sum (level 3); and the slots-ready
+// signals of the combine, which is GEMM2's epilogue.
 //
 // Peers: rank d's slice of a symmetric buffer is base + d·stride (loopback: one allocation;
-// NCCL: the LSA pointer of peer d — docs/MEGAKERNEL.md). Dispatch and combine PUSH rows: the
-// sender reads its local rows and writes the receiver's buffer, then signals the receiver's
-// counter, so a rank only ever needs its own inputs locally.
+// NCCL: the LSA pointer of peer d — docs/MEGAKERNEL.md). Dispatch and the combine (GEMM2's
+// epilogue, gemm_tiles.cuh) PUSH rows: the sender reads its local rows and writes the
+// receiver's buffer, then signals the receiver's counter, so a rank only ever needs its own
+// inputs locally.
 #pragma once
 
 #include <cstdint>
@@ -25,12 +27,29 @@ inline constexpr uint32_t kCopyBarrier = 3;  // named barrier of the consumer th
 
 DETMOE_DEVICE void copy_barrier() { ptx::named_barrier_sync(kCopyBarrier, kCopyThreads); }
 
-// One warp copies a row of `bytes` (a multiple of 512: H is a multiple of 64). `fresh`: the
-// source was written earlier in this launch, so read it through L2 (never a stale L1 line).
-DETMOE_DEVICE void warp_copy_row(void* dst, const void* src, int32_t bytes, bool fresh) {
+// One warp copies a row of `bytes` (a multiple of 16). Each lane has up to kCopyUnroll 16-byte
+// loads in flight before it stores: with one at a time an SM moved ≈ 10 GB/s (gpt-oss dispatch:
+// 300 µs per 2.9 MB chunk on the H200). 8 in flight made the kernel spill (ptxas -v). The source is a kernel input (never written in the
+// launch), so the read-only path is safe.
+DETMOE_DEVICE void warp_copy_input_row(void* dst, const void* src, int32_t bytes) {
+  constexpr int kCopyUnroll = 4;
   const uint4* s = static_cast<const uint4*>(src);
   uint4* d = static_cast<uint4*>(dst);
-  for (int32_t i = static_cast<int32_t>(ptx::lane_id()); i < bytes / 16; i += 32) d[i] = fresh ? __ldcg(s + i) : __ldg(s + i);
+  const int32_t n = bytes / 16;
+#pragma unroll 1
+  for (int32_t base = static_cast<int32_t>(ptx::lane_id()); base < n; base += 32 * kCopyUnroll) {
+    uint4 v[kCopyUnroll];
+#pragma unroll
+    for (int u = 0; u < kCopyUnroll; ++u) {
+      const int32_t i = base + 32 * u;
+      if (i < n) v[u] = __ldg(s + i);
+    }
+#pragma unroll
+    for (int u = 0; u < kCopyUnroll; ++u) {
+      const int32_t i = base + 32 * u;
+      if (i < n) d[i] = v[u];
+    }
+  }
 }
 
 // Level 0: place the rows of one chunk of source rank s's tokens (stable counting sort: the
@@ -78,6 +97,7 @@ DETMOE_DEVICE void place_and_dispatch(const LayerParams& p, const LaunchContext&
   }
   copy_barrier();
   const int32_t row_bytes = p.H * 2;
+#pragma unroll 1
   for (int32_t i = warp; i < pairs; i += kCopyWarps) {
     const int32_t row = __ldcg(p.ws.slot_row + g0 * p.k + i);  // written by warp 0 before the barrier
     const int32_t e = __ldg(idx + i);
@@ -85,7 +105,7 @@ DETMOE_DEVICE void place_and_dispatch(const LayerParams& p, const LaunchContext&
     const int64_t local = row - __ldcg(p.ws.rank_row_begin + d);
     uint16_t* dst = p.ws.recv + (static_cast<int64_t>(d) * p.capacity + local) * p.H;
     const uint16_t* src = p.rank[s].x + static_cast<int64_t>(t0 + i / p.k) * p.H;
-    warp_copy_row(dst, src, row_bytes, false);
+    warp_copy_input_row(dst, src, row_bytes);
   }
   __threadfence();
   copy_barrier();
@@ -106,64 +126,9 @@ DETMOE_DEVICE void place_and_dispatch(const LayerParams& p, const LaunchContext&
   copy_barrier();  // hist lives in warpgroup 0's staging slab: read out before its next epilogue
 }
 
-// Level 3: the rows of rank r's m-block `row_block` (expert e, rows m0…) go back to the slots
-// [t, j] of their source ranks; then one signal per run of rows of the same (source rank,
-// sum chunk). Thread 0 waits for the m-block's GEMM2 tiles.
-DETMOE_DEVICE void combine_mblock(const LayerParams& p, const LaunchContext& ctx, const Task& task, int32_t r,
-                                  const TaskList& list, ExpertWalker& walker, int* flag) {
-  const int tid = static_cast<int>(threadIdx.x) - 128;
-  const int warp = tid / 32;
-  const int32_t mb = list.mblock_first() + task.index;
-  const int32_t e = walker.expert_of(mb);
-  const int32_t first = __ldcg(p.ws.expert_offset + e);
-  const int32_t count = __ldcg(p.ws.expert_offset + e + 1) - first;
-  const int32_t m0 = (mb - __ldcg(p.ws.mblock_offset + e)) * kRowsPerMBlock;
-  const int32_t rows = min(kRowsPerMBlock, count - m0);
-  const int32_t row0 = first + m0;  // global row
-  const int64_t local0 = row0 - __ldcg(p.ws.rank_row_begin + r);
-  copy_barrier();
-  if (tid == 0) {
-    const WaitSite site{task.id, CounterKind::kGemm2Done, static_cast<uint32_t>(r), task.index};
-    const uint32_t target = 2u * static_cast<uint32_t>(div_up(p.H, kGemm2Cols));
-    *flag = wait_counter(ctx, rank_counters(p, r) + p.counters.gemm2_done + task.index, target, site) ? 1 : 0;
-  }
-  copy_barrier();
-  if (*flag == 0) return;
-  const int32_t row_bytes = p.H * 2;
-  for (int32_t i = warp; i < rows; i += kCopyWarps) {
-    const int32_t g = __ldcg(p.ws.row_token + row0 + i);
-    const int32_t j = __ldcg(p.ws.row_slot + row0 + i);
-    const int32_t s = g / p.T, t = g % p.T;
-    const uint16_t* src = p.ws.y_sorted + (static_cast<int64_t>(r) * p.capacity + local0 + i) * p.H;
-    uint16_t* dst = p.ws.slots + (static_cast<int64_t>(s) * p.T * p.k + static_cast<int64_t>(t) * p.k + j) * p.H;
-    warp_copy_row(dst, src, row_bytes, true);
-  }
-  __threadfence();
-  copy_barrier();
-  if (tid < rows) {
-    // Rows are sorted by global token, so rows of one (source rank, sum chunk) are contiguous.
-    const int32_t g = __ldcg(p.ws.row_token + row0 + tid);
-    const int32_t s = g / p.T;
-    const int32_t key_chunk = (g % p.T) / kSumChunkTokens;
-    const bool starts = tid == 0 || [&] {
-      const int32_t gp = __ldcg(p.ws.row_token + row0 + tid - 1);
-      return gp / p.T != s || (gp % p.T) / kSumChunkTokens != key_chunk;
-    }();
-    if (starts) {
-      int32_t run = 1;
-      while (tid + run < rows) {
-        const int32_t gn = __ldcg(p.ws.row_token + row0 + tid + run);
-        if (gn / p.T != s || (gn % p.T) / kSumChunkTokens != key_chunk) break;
-        ++run;
-      }
-      signal_add(rank_counters(p, s) + p.counters.slots_ready + key_chunk, ctx.epoch, static_cast<uint32_t>(run));
-    }
-  }
-}
-
-// Level 4: out[t] = bf16(Σ_j fma(w[t,j], y[t,j]) + s[t]) for kSumChunkTokens of rank s's tokens,
-// the reference's order element by element (contract_combine_step), so it compares bitwise.
-// Also copies the y slots to the caller's y when asked.
+// Level 3: out[t] = bf16(Σ_j fma(w[t,j], y[t,j]) + s[t]) for kSumChunkTokens of rank s's tokens,
+// the reference's order element by element (contract_combine_step), so it compares bitwise. The
+// y rows were written by GEMM2's epilogue straight into y_slots(s) (the caller's y when asked).
 DETMOE_DEVICE void weighted_sum(const LayerParams& p, const LaunchContext& ctx, const Task& task, int32_t s, int* flag) {
   const int tid = static_cast<int>(threadIdx.x) - 128;
   const int warp = tid / 32;
@@ -186,7 +151,7 @@ DETMOE_DEVICE void weighted_sum(const LayerParams& p, const LaunchContext& ctx, 
   copy_barrier();
   if (*flag == 0) return;
   const RankTensors& rt = p.rank[s];
-  const uint16_t* slots = p.ws.slots + static_cast<int64_t>(s) * p.T * p.k * p.H;
+  const uint16_t* slots = y_slots(p, s);
   for (int32_t tt = warp; tt < n; tt += kCopyWarps) {
     const int64_t t = t0 + tt;
     for (int32_t c = static_cast<int32_t>(lane) * 8; c < p.H; c += 256) {
@@ -196,7 +161,6 @@ DETMOE_DEVICE void weighted_sum(const LayerParams& p, const LaunchContext& ctx, 
       for (int32_t j = 0; j < p.k; ++j) {
         const float w = __ldg(rt.topk_w + t * p.k + j);
         const uint4 raw = __ldcg(reinterpret_cast<const uint4*>(slots + (t * p.k + j) * p.H + c));
-        if (rt.y != nullptr) *reinterpret_cast<uint4*>(rt.y + (t * p.k + j) * p.H + c) = raw;
         const uint16_t* y = reinterpret_cast<const uint16_t*>(&raw);
 #pragma unroll
         for (int v = 0; v < 8; ++v) acc[v] = contract_combine_step(acc[v], w, float_from_bf16_bits(y[v]));

@@ -28,8 +28,7 @@ enum class TaskKind : uint32_t {
   kSharedGemm1 = 4,
   kGemm2 = 5,
   kSharedGemm2 = 6,
-  kCombine = 7,         // index: the rank's m-block
-  kWeightedSum = 8,     // index: the rank's token chunk of the sum
+  kWeightedSum = 7,     // index: the rank's token chunk of the sum
 };
 
 // Which counter a wait was on.
@@ -37,10 +36,9 @@ enum class CounterKind : uint32_t {
   kGridBarrier = 1,    // index: barrier number of the plan
   kDispatchReady = 2,  // index: m-block of the waiting rank (rows landed)
   kGemm1Done = 3,      // index: m-block (GEMM1 tiles × 2 warpgroups finished)
-  kGemm2Done = 4,      // index: m-block (GEMM2 tiles × 2 warpgroups finished)
-  kShared1Done = 5,    // index: token m-block of the shared expert's GEMM1
-  kShared2Done = 6,    // index: token m-block of the shared expert's GEMM2
-  kSlotsReady = 7,     // index: token chunk of the weighted sum (y slots landed)
+  kShared1Done = 4,    // index: token m-block of the shared expert's GEMM1
+  kShared2Done = 5,    // index: token m-block of the shared expert's GEMM2
+  kSlotsReady = 6,     // index: token chunk of the weighted sum (y rows landed in their slots)
 };
 
 inline constexpr uint64_t make_task_id(TaskKind kind, uint32_t rank, uint32_t index) {

@@ -4,8 +4,8 @@
 //   every thread        plan phases A, B, C with grid barriers (plan_phases.cuh)
 //   warpgroup 0         producer: for each GEMM task of the CTA's list, wait for its inputs
 //                       (dependency counter, acquire), then stream its k-blocks with TMA
-//   warpgroups 1, 2     consumers: GEMM mainloop + epilogue + signal for GEMM tasks; the
-//                       data-movement tasks (dispatch, combine, weighted sum) otherwise
+//   warpgroups 1, 2     consumers: GEMM mainloop + epilogue + signal for GEMM tasks (routed
+//                       GEMM2's epilogue is the combine); dispatch and weighted sum otherwise
 //   thread 0, at exit   the last CTA to finish advances the launch epoch
 #pragma once
 
@@ -48,7 +48,7 @@ DETMOE_DEVICE void run_producer_tasks(const LayerParams& p, const LaunchContext&
   bool aborted = false;
   for (int32_t i = slice.member; i < list.total(); i += slice.size) {
     const Task task = list.at(i);
-    if (task.phase == Phase::kDispatch || task.phase == Phase::kCombine || task.phase == Phase::kSum) continue;
+    if (task.phase == Phase::kDispatch || task.phase == Phase::kSum) continue;
     const GemmTask g = describe_gemm_task(p, task, slice.rank, list, walker);
     if (!aborted && g.wait != nullptr) {
       aborted = !wait_counter(ctx, g.wait, g.wait_target, g.wait_site);
@@ -70,21 +70,28 @@ DETMOE_DEVICE void run_consumer_tasks(const LayerParams& p, const LaunchContext&
   gemm::SlabStore out(smem.staging(wg, 0), smem.staging(wg, 1), /*barrier_id=*/1 + wg, issuer);
   int* hist = reinterpret_cast<int*>(smem.staging(0, 0));  // E ints; slabs are idle between tiles
   Stage st;
-  float acc[Cfg::kAccumulators];
-  // A GEMM tile's done-signal waits for its TMA stores to land. It is sent after the NEXT
-  // tile's mainloop (the stores had that long to complete, so the drain is free) when that tile
-  // is of the same phase — a task never waits on a counter of its own phase, so the delay
-  // cannot deadlock — and at once before a task of another phase and at the end.
-  unsigned long long* pending = nullptr;
-  Phase pending_phase = Phase::kDone;
+  // A GEMM tile's signal waits for its stores to land. It is sent after the NEXT tile's
+  // mainloop (the stores had that long to complete, so the wait is free) when that tile is of
+  // the same phase — a task never waits on a counter of its own phase, so the delay cannot
+  // deadlock — and at once before a task of another phase and at the end. Every thread of the
+  // warpgroup calls flush() at the same points.
+  Phase pending_phase = Phase::kDone;  // kDone: nothing pending
+  unsigned long long* pending = nullptr;  // TMA-store tiles: the done counter (the issuer adds 1)
+  SlotRun pending_run{nullptr, 0};        // routed GEMM2: this thread's slots-ready signal
   auto flush = [&] {
-    if (pending == nullptr) return;
-    if (issuer) {
+    if (pending_phase == Phase::kDone) return;
+    if (pending_phase == Phase::kGemm2) {
+      // Every thread stored y rows with generic stores (the fused combine).
+      __threadfence();
+      ptx::named_barrier_sync(1 + wg, 128);
+      if (pending_run.counter != nullptr && !launch_aborted(ctx))
+        signal_add(pending_run.counter, ctx.epoch, pending_run.amount);
+    } else if (issuer) {
       out.drain();  // this warpgroup's TMA stores are complete in global memory
       fence_proxy_async_global();
       if (!launch_aborted(ctx)) signal_add(pending, ctx.epoch, 1);
     }
-    pending = nullptr;
+    pending_phase = Phase::kDone;
   };
   for (int32_t i = slice.member; i < list.total(); i += slice.size) {
     const Task task = list.at(i);
@@ -94,9 +101,6 @@ DETMOE_DEVICE void run_consumer_tasks(const LayerParams& p, const LaunchContext&
       case Phase::kDispatch:
         place_and_dispatch(p, ctx, slice.rank, task.index, hist, flag);
         break;
-      case Phase::kCombine:
-        combine_mblock(p, ctx, task, slice.rank, list, walker, flag);
-        break;
       case Phase::kSum:
         weighted_sum(p, ctx, task, slice.rank, flag);
         break;
@@ -104,10 +108,16 @@ DETMOE_DEVICE void run_consumer_tasks(const LayerParams& p, const LaunchContext&
         // After an abort the producer fills stages without data; the epilogue still runs (it
         // only writes the workspace) so every thread of a warpgroup takes the same barriers.
         const GemmTask g = describe_gemm_task(p, task, slice.rank, list, walker);
-        consume_tile(wg, g.tile, g.gemm1, g.out_cols, g.map_c, g.map_h, g.map_h != nullptr, smem, pipe, st, out, acc,
-                     flush);
-        pending = g.done;
+        // Defined per tile: the wgmma asm reads its accumulators ("+f"), so an array declared
+        // once and never written outside the mainloop stayed live across every other task,
+        // and the copy loops spilled (ptxas -v).
+        float acc[Cfg::kAccumulators];
+#pragma unroll
+        for (int i = 0; i < Cfg::kAccumulators; ++i) acc[i] = 0.0f;
+        pending_run = consume_tile(wg, g.tile, g.epilogue, g.out_cols, g.map_c, g.map_h, g.map_h != nullptr, p, ctx,
+                                   g.plan_row0, smem, pipe, st, out, acc, flush);
         pending_phase = task.phase;
+        pending = g.done;
         break;
       }
     }

@@ -16,15 +16,17 @@ namespace detmoe::mk {
 
 struct GemmTask {
   LayerTile tile;
-  const CUtensorMap* map_c;
+  TileEpilogue epilogue;
+  const CUtensorMap* map_c;  // kSwiGLU, kStore
   const CUtensorMap* map_h;  // GEMM1 with save_h
-  bool gemm1;                // SwiGLU epilogue (else bf16 store)
   int32_t out_cols;          // F, Fs or H
+  int32_t plan_row0;         // kScatterRows: plan row of the tile's first row
   // Dependency: the producer waits for *wait ≥ wait_target before loading (null: none).
   const unsigned long long* wait;
   uint32_t wait_target;
   WaitSite wait_site;
-  // Each consumer warpgroup adds 1 here once its stores are complete.
+  // Each consumer warpgroup adds 1 here once its stores are complete (null for kScatterRows,
+  // which signals its rows' slots-ready counters instead).
   unsigned long long* done;
 };
 
@@ -33,9 +35,10 @@ DETMOE_DEVICE GemmTask describe_gemm_task(const LayerParams& p, const Task& task
   GemmTask g{};
   unsigned long long* ctr = rank_counters(p, r);
   const bool routed = task.phase == Phase::kGemm1 || task.phase == Phase::kGemm2;
-  g.gemm1 = task.phase == Phase::kGemm1 || task.phase == Phase::kSharedGemm1;
-  const int32_t width = g.gemm1 ? kGemm1Cols : kGemm2Cols;
-  const int32_t n_cols = g.gemm1 ? (routed ? p.F : p.Fs) : p.H;
+  const bool gemm1 = task.phase == Phase::kGemm1 || task.phase == Phase::kSharedGemm1;
+  g.epilogue = gemm1 ? TileEpilogue::kSwiGLU : routed ? TileEpilogue::kScatterRows : TileEpilogue::kStore;
+  const int32_t width = gemm1 ? kGemm1Cols : kGemm2Cols;
+  const int32_t n_cols = gemm1 ? (routed ? p.F : p.Fs) : p.H;
   // The GEMM core's band order (L2 reuse of each expert's weights across kBandRows m-blocks).
   const int32_t row_blocks = routed ? list.mblocks() : p.token_mblocks;
   const gemm::BandCoords bc = gemm::band_coords(task.index, row_blocks, div_up(n_cols, width), Cfg::kBandRows);
@@ -55,7 +58,8 @@ DETMOE_DEVICE GemmTask describe_gemm_task(const LayerParams& p, const Task& task
     rows_begin = r * p.capacity + first - __ldcg(p.ws.rank_row_begin + r);
     rows_end = rows_begin + count;
     const int32_t el = e - r * p.experts_per_rank;
-    if (g.gemm1) {
+    g.plan_row0 = first + m0;
+    if (gemm1) {
       g.tile.map_a = &p.recv_load;
       g.tile.a_row = rows_begin + m0;
       g.tile.a_end = rows_end;
@@ -79,17 +83,15 @@ DETMOE_DEVICE GemmTask describe_gemm_task(const LayerParams& p, const Task& task
       g.tile.b_row = el * p.H + col0;
       g.tile.b_end = (el + 1) * p.H;
       g.tile.k_blocks = p.F / Cfg::kBlockK;
-      g.map_c = &p.y_store;
       g.wait = ctr + p.counters.gemm1_done + row_block;
       g.wait_target = 2u * static_cast<uint32_t>(div_up(p.F, kGemm1Cols));
       g.wait_site = {task.id, CounterKind::kGemm1Done, static_cast<uint32_t>(r), row_block};
-      g.done = ctr + p.counters.gemm2_done + row_block;
     }
   } else {
     m0 = row_block * kRowsPerMBlock;
     rows_begin = r * p.T;
     rows_end = rows_begin + p.T;
-    if (g.gemm1) {
+    if (gemm1) {
       g.tile.map_a = &p.rank_maps[r].x;  // the rank's own x: rows [0, T)
       g.tile.a_row = m0;
       g.tile.a_end = p.T;

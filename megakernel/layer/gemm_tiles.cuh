@@ -25,6 +25,8 @@
 #include "megakernel/gemm/smem_layout.cuh"
 #include "megakernel/gemm/tile_config.cuh"
 #include "megakernel/layer/layer_params.h"
+#include "megakernel/layer/sync.cuh"
+#include "megakernel/layer/task_list.cuh"
 #include "megakernel/ptx/tma.cuh"
 
 namespace detmoe::mk {
@@ -46,6 +48,13 @@ struct LayerTile {
   int32_t c_row, c_end;    // output rows (the epilogue adds the warpgroup's 64-row offset)
   int32_t col0;            // first output column (GEMM1: f0 of a; GEMM2: n0 of y)
   int32_t k_blocks;
+};
+
+// What a consumer warpgroup does with its accumulators.
+enum class TileEpilogue : int32_t {
+  kSwiGLU,       // GEMM1: a = bf16(swiglu(g, u)) (+ h)
+  kStore,        // shared GEMM2: a bf16 TMA store
+  kScatterRows,  // routed GEMM2: rows straight to their tokens' y slots (the combine)
 };
 
 // Producer (one thread): the k-blocks of one tile into the stage ring. `fake` fills each stage
@@ -109,13 +118,93 @@ struct SplitSwiGLUEpilogue {
   }
 };
 
+// A signal owed once a warpgroup's y rows have landed: `amount` rows to `counter` (null: none).
+struct SlotRun {
+  unsigned long long* counter;
+  uint32_t amount;
+};
+
+// The signal thread `thread` of a warpgroup owes for its rows [plan_row0, plan_row0 + rows) of a
+// GEMM2 tile: one per run of rows of the same (source rank, sum chunk), sent by the run's first
+// row's thread. Rows are sorted by global token, so such rows are contiguous. A sum chunk is
+// complete at n·k·⌈H/256⌉: every row, once per GEMM2 column tile.
+DETMOE_DEVICE SlotRun slot_run_of(const LayerParams& p, int32_t plan_row0, int32_t rows, int32_t thread) {
+  if (thread >= rows) return {nullptr, 0};
+  const int32_t g = __ldcg(p.ws.row_token + plan_row0 + thread);
+  const int32_t s = g / p.T;
+  const int32_t key_chunk = (g % p.T) / kSumChunkTokens;
+  auto same = [&](int32_t other) {
+    const int32_t go = __ldcg(p.ws.row_token + plan_row0 + other);
+    return go / p.T == s && (go % p.T) / kSumChunkTokens == key_chunk;
+  };
+  if (thread > 0 && same(thread - 1)) return {nullptr, 0};  // not the first row of its run
+  int32_t run = 1;
+  while (thread + run < rows && same(thread + run)) ++run;
+  return {rank_counters(p, s) + p.counters.slots_ready + key_chunk, static_cast<uint32_t>(run)};
+}
+
+// GEMM2's epilogue with the combine fused in: row i of the warpgroup's 64 rows is plan row
+// plan_row0 + i = (source rank s, token t, slot j) and goes straight to y_slots(s)[t·k + j], so
+// there is no y_sorted buffer and no separate combine pass. Each 64-column slab is written with
+// stmatrix as for a TMA store and copied out by the warpgroup: 8 lanes per row, so every row's
+// piece is one whole aligned 128-byte line (H is a multiple of 64).
+struct ScatterRowsEpilogue {
+  // Returns the slots-ready signal this thread owes once the stores have landed (computed here,
+  // where the accumulators are dead, so the pending signal costs two registers).
+  DETMOE_DEVICE static SlotRun apply(const float (&acc)[Cfg::kAccumulators], const gemm::EpilogueTile& t,
+                                     const LayerParams& p, const LaunchContext& ctx, int32_t plan_row0,
+                                     gemm::SlabStore& out) {
+    const int32_t rows = min(Cfg::kWarpgroupRows, t.row_end - t.row);
+    if (rows <= 0) return {nullptr, 0};
+    const uint32_t thread = t.warp * 32 + t.lane;
+    const uint32_t piece = thread % 8;  // 16-byte piece of a 128-byte row
+    // After an abort the accumulators are garbage and the row tables may be stale: the slabs
+    // are still written and their barriers taken (uniformly), but nothing leaves the CTA.
+    const bool aborted = launch_aborted(ctx);
+    int32_t slot[4];  // rows thread/8 + 16i: global slot g·k + j of the row, −1: none
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int32_t r = static_cast<int32_t>(thread / 8) + 16 * i;
+      slot[i] = -1;
+      if (r < rows && !aborted) {
+        const int32_t g = __ldcg(p.ws.row_token + plan_row0 + r);
+        const int32_t j = __ldcg(p.ws.row_slot + plan_row0 + r);
+        // Written by this launch's dispatch, so always in range; checked anyway because a
+        // stale table must never send a store outside y.
+        if (g >= 0 && g < p.P * p.T && j >= 0 && j < p.k) slot[i] = g * p.k + j;
+      }
+    }
+    const int32_t rank_slots = p.T * p.k;
+#pragma unroll
+    for (int s = 0; s < 4; ++s) {
+      const int32_t col = t.col0 + 64 * s;
+      if (col >= p.H) break;  // uniform: the tile's columns past H
+      out.copy_out(
+          [&](uint32_t slab) { gemm::write_bf16_slab(slab, t.warp, t.lane, [&](int j) { return acc[32 * s + j]; }); },
+          [&](uint32_t slab) {
+#pragma unroll
+            for (int i = 0; i < 4; ++i) {
+              if (slot[i] < 0) continue;
+              const uint32_t r = thread / 8 + 16 * i;
+              const uint4 v = ptx::ld_shared_v4(slab + r * 128 + ((piece ^ (r & 7u)) << 4));
+              uint16_t* row = y_slots(p, slot[i] / rank_slots) + static_cast<int64_t>(slot[i] % rank_slots) * p.H;
+              *reinterpret_cast<uint4*>(row + col + piece * 8) = v;
+            }
+          });
+    }
+    return aborted ? SlotRun{nullptr, 0} : slot_run_of(p, plan_row0, rows, static_cast<int32_t>(thread));
+  }
+};
+
 // Consumer warpgroup: mainloop (the GEMM core's, verbatim), `before_epilogue()`, then the
-// epilogue of its 64 rows. gemm1: SwiGLU into map_c (+ h); else a bf16 store into map_c through
-// the core's StoreEpilogue.
+// epilogue of its 64 rows. plan_row0: the plan row of the tile's first row (kScatterRows). Returns
+// the slots-ready signal this thread owes (kScatterRows), else none.
 template <class BeforeEpilogue>
-DETMOE_DEVICE void consume_tile(int wg, const LayerTile& t, bool gemm1, int32_t out_cols, const CUtensorMap* map_c,
-                                const CUtensorMap* map_h, bool store_h, const Smem& smem, const Pipe& pipe, Stage& st,
-                                gemm::SlabStore& out, float (&acc)[Cfg::kAccumulators],
+DETMOE_DEVICE SlotRun consume_tile(int wg, const LayerTile& t, TileEpilogue epilogue, int32_t out_cols,
+                                const CUtensorMap* map_c, const CUtensorMap* map_h, bool store_h,
+                                const LayerParams& p, const LaunchContext& ctx, int32_t plan_row0, const Smem& smem,
+                                const Pipe& pipe,
+                                Stage& st, gemm::SlabStore& out, float (&acc)[Cfg::kAccumulators],
                                 BeforeEpilogue&& before_epilogue) {
   gemm::consume_k_blocks<Operands, Cfg>(wg, t.k_blocks, smem, pipe, st, acc);
   before_epilogue();
@@ -126,14 +215,21 @@ DETMOE_DEVICE void consume_tile(int wg, const LayerTile& t, bool gemm1, int32_t 
   et.col0 = t.col0;
   et.warp = thread / 32;
   et.lane = thread % 32;
-  if (gemm1) {
-    SplitSwiGLUEpilogue::apply(acc, et, out_cols, map_c, map_h, store_h, out);
-  } else {
-    gemm::KernelParams kp{};
-    kp.epilogue = static_cast<int32_t>(gemm::Epilogue::kStoreBF16);
-    kp.out_cols = out_cols;
-    gemm::StoreEpilogue::apply<Cfg>(acc, t.k_blocks == 0, et, kp, map_c, nullptr, out);
+  switch (epilogue) {
+    case TileEpilogue::kSwiGLU:
+      SplitSwiGLUEpilogue::apply(acc, et, out_cols, map_c, map_h, store_h, out);
+      break;
+    case TileEpilogue::kScatterRows:
+      return ScatterRowsEpilogue::apply(acc, et, p, ctx, plan_row0 + wg * Cfg::kWarpgroupRows, out);
+    case TileEpilogue::kStore: {
+      gemm::KernelParams kp{};
+      kp.epilogue = static_cast<int32_t>(gemm::Epilogue::kStoreBF16);
+      kp.out_cols = out_cols;
+      gemm::StoreEpilogue::apply<Cfg>(acc, t.k_blocks == 0, et, kp, map_c, nullptr, out);
+      break;
+    }
   }
+  return {nullptr, 0};
 }
 
 }  // namespace detmoe::mk

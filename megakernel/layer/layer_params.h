@@ -51,7 +51,6 @@ struct RankMaps {
 struct CounterLayout {
   int32_t dispatch_ready;  // [mblock_capacity]
   int32_t gemm1_done;      // [mblock_capacity]
-  int32_t gemm2_done;      // [mblock_capacity]
   int32_t shared1_done;    // [token_mblocks]
   int32_t shared2_done;    // [token_mblocks]
   int32_t slots_ready;     // [sum_chunks]
@@ -77,8 +76,7 @@ struct Workspace {
   uint16_t* recv;     // [cap, H]: dispatched x rows in global row order
   uint16_t* act;      // [cap, F]: a = SwiGLU(h)
   uint16_t* h;        // [cap, 2F]: [g | u] when save_h, else null
-  uint16_t* y_sorted; // [cap, H]: GEMM2 output in row order
-  uint16_t* slots;    // [T·k, H]: y rows pushed back to their source rank
+  uint16_t* slots;    // [T·k, H]: y rows pushed back to their source rank (when the caller gives no y)
   uint16_t* act_s;    // [T, Fs]: shared expert's a
   uint16_t* s;        // [T, H]: shared expert's output
   unsigned long long* counters;  // [P, CounterLayout::per_rank]
@@ -107,7 +105,6 @@ struct LayerParams {
   CUtensorMap act_store;   // [P·cap, F] box 64 × 64: GEMM1's C
   CUtensorMap act_load;    // [P·cap, F] box 64 × 128: GEMM2's A
   CUtensorMap h_store;     // [P·cap, 2F] box 64 × 64 (save_h)
-  CUtensorMap y_store;     // [P·cap, H] box 64 × 64: GEMM2's C
   CUtensorMap act_s_store; // [P·T, Fs] box 64 × 64 (Fs > 0)
   CUtensorMap act_s_load;  // [P·T, Fs] box 64 × 128 (Fs > 0)
   CUtensorMap s_store;     // [P·T, H] box 64 × 64 (Fs > 0)

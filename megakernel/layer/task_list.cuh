@@ -7,10 +7,10 @@
 //   level 0  place+dispatch   one per chunk of kPlanChunkTokens of the rank's tokens
 //   level 1  GEMM1            per (m-block of the rank's experts, 128 columns of F)
 //            shared GEMM1     per (128 of the rank's tokens, 128 columns of Fs)
-//   level 2  GEMM2            per (m-block, 256 columns of H)
+//   level 2  GEMM2            per (m-block, 256 columns of H); its epilogue is the combine: the
+//                             rows go straight to their source ranks' y slots
 //            shared GEMM2     per (128 tokens, 256 columns of H)
-//   level 3  combine          per m-block: y rows pushed into the source ranks' slots
-//   level 4  weighted sum     per kSumChunkTokens of the rank's tokens
+//   level 3  weighted sum     per kSumChunkTokens of the rank's tokens
 //
 // The rank's CTA slice (loopback: CTAs [⌈r·G/P⌉, ⌈(r+1)·G/P⌉)) takes the tasks round robin. Who
 // runs a task changes only speed: each task's result depends on the plan and inputs alone.
@@ -24,7 +24,8 @@
 
 namespace detmoe::mk {
 
-enum class Phase : int32_t { kDispatch, kGemm1, kSharedGemm1, kGemm2, kSharedGemm2, kCombine, kSum, kDone };
+enum class Phase : int32_t { kDispatch, kGemm1, kSharedGemm1, kGemm2, kSharedGemm2, kSum, kDone };
+inline constexpr int kListPhases = 6;
 
 DETMOE_DEVICE int32_t div_up(int32_t a, int32_t b) { return (a + b - 1) / b; }
 
@@ -62,10 +63,9 @@ class TaskList {
     count_[2] = shared_tiles * div_up(p.Fs, kGemm1Cols);
     count_[3] = mblocks_ * div_up(p.H, kGemm2Cols);
     count_[4] = shared_tiles * div_up(p.H, kGemm2Cols);
-    count_[5] = mblocks_;
-    count_[6] = p.sum_chunks;
+    count_[5] = p.sum_chunks;
     total_ = 0;
-    for (int i = 0; i < 7; ++i) total_ += count_[i];
+    for (int i = 0; i < kListPhases; ++i) total_ += count_[i];
   }
 
   DETMOE_DEVICE int32_t total() const { return total_; }
@@ -75,10 +75,10 @@ class TaskList {
   // Task number i of the list (0 ≤ i < total()).
   DETMOE_DEVICE Task at(int32_t i) const {
     int32_t ph = 0;
-    while (ph < 6 && i >= count_[ph]) i -= count_[ph++];
-    static constexpr TaskKind kKinds[7] = {TaskKind::kPlaceDispatch, TaskKind::kGemm1,   TaskKind::kSharedGemm1,
-                                           TaskKind::kGemm2,         TaskKind::kSharedGemm2, TaskKind::kCombine,
-                                           TaskKind::kWeightedSum};
+    while (ph < kListPhases - 1 && i >= count_[ph]) i -= count_[ph++];
+    static constexpr TaskKind kKinds[kListPhases] = {TaskKind::kPlaceDispatch, TaskKind::kGemm1,
+                                                     TaskKind::kSharedGemm1,   TaskKind::kGemm2,
+                                                     TaskKind::kSharedGemm2,   TaskKind::kWeightedSum};
     return {static_cast<Phase>(ph), i, make_task_id(kKinds[ph], rank_, static_cast<uint32_t>(i))};
   }
 
@@ -86,7 +86,7 @@ class TaskList {
   int32_t rank_;
   int32_t mblock_first_ = 0;
   int32_t mblocks_ = 0;
-  int32_t count_[7];
+  int32_t count_[kListPhases];
   int32_t total_ = 0;
 };
 
@@ -127,6 +127,12 @@ class ExpertWalker {
 // The counters of rank r.
 DETMOE_DEVICE unsigned long long* rank_counters(const LayerParams& p, int32_t r) {
   return p.ws.counters + static_cast<int64_t>(r) * p.counters.per_rank;
+}
+
+// Where the y rows of source rank s land: the caller's y [T, k, H] when it asked for y (the
+// weighted sum then reads them there, so y costs no extra pass), else the workspace's slots.
+DETMOE_DEVICE uint16_t* y_slots(const LayerParams& p, int32_t s) {
+  return p.rank[s].y != nullptr ? p.rank[s].y : p.ws.slots + static_cast<int64_t>(s) * p.T * p.k * p.H;
 }
 
 }  // namespace detmoe::mk

@@ -29,4 +29,11 @@ DETMOE_DEVICE void st_shared_v2_f32(uint32_t smem_addr, float x, float y) {
   asm volatile("st.shared.v2.f32 [%0], {%1, %2};" ::"r"(smem_addr), "f"(x), "f"(y) : "memory");
 }
 
+// 16 bytes of shared memory (read back out of a staging slab).
+DETMOE_DEVICE uint4 ld_shared_v4(uint32_t smem_addr) {
+  uint4 v;
+  asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(smem_addr) : "memory");
+  return v;
+}
+
 }  // namespace detmoe::ptx

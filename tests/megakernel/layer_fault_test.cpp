@@ -47,9 +47,9 @@ TEST(MegakernelFaults, ForcedTimeoutNamesTheWaitingTask) {
   DETMOE_REQUIRE_GPU();
   const Routing r = make_routing(kShape, "balanced", 41);
   for (auto [kind, index, what] :
-       {std::tuple{mk::TaskKind::kGemm2, 0u, "GEMM2 tile 0 of rank 0"},
+       {std::tuple{mk::TaskKind::kGemm2, 0u, "GEMM2 (+combine) tile 0 of rank 0"},
         std::tuple{mk::TaskKind::kWeightedSum, 2u, "weighted sum of token chunk 2"},
-        std::tuple{mk::TaskKind::kCombine, 1u, "combine of m-block 1 of rank 0"},
+        std::tuple{mk::TaskKind::kGemm1, 1u, "GEMM1 (+SwiGLU) tile 1 of rank 0"},
         std::tuple{mk::TaskKind::kPlan, 1u, "plan phase 1"}}) {
     LayerConfig config;
     config.spin_timeout_ms = 50;

@@ -32,8 +32,7 @@ TEST(LayerSizes, WorstCaseCapacityAndDisjointCounters) {
   const CounterLayout& L = z->counters;
   EXPECT_EQ(L.dispatch_ready, 0);
   EXPECT_EQ(L.gemm1_done, L.dispatch_ready + z->mblock_capacity);
-  EXPECT_EQ(L.gemm2_done, L.gemm1_done + z->mblock_capacity);
-  EXPECT_EQ(L.shared1_done, L.gemm2_done + z->mblock_capacity);
+  EXPECT_EQ(L.shared1_done, L.gemm1_done + z->mblock_capacity);
   EXPECT_EQ(L.shared2_done, L.shared1_done + z->token_mblocks);
   EXPECT_EQ(L.slots_ready, L.shared2_done + z->token_mblocks);
   EXPECT_EQ(L.per_rank, L.slots_ready + z->sum_chunks);
@@ -42,7 +41,7 @@ TEST(LayerSizes, WorstCaseCapacityAndDisjointCounters) {
   EXPECT_EQ(z->h, s.P * z->capacity * 2 * s.F);  // save_h by default
   EXPECT_EQ(z->slots, s.P * s.T * s.k * s.H);
   EXPECT_EQ(z->act_s, s.P * s.T * s.Fs);
-  EXPECT_GT(z->workspace_bytes, 2 * (z->recv + z->act + z->h + z->y_sorted + z->slots + z->act_s + z->s));
+  EXPECT_GT(z->workspace_bytes, 2 * (z->recv + z->act + z->h + z->slots + z->act_s + z->s));
 }
 
 TEST(LayerSizes, UserCapacityAndNoSavedH) {
@@ -77,7 +76,7 @@ TEST(LayerSizes, WorkspacePiecesAreAlignedDisjointAndInside) {
           {w.counters, 8 * z->counter_words}, {w.chunk_base, 4 * z->chunk_cells}, {w.expert_count, 4 * s.E},
           {w.expert_offset, 4 * (s.E + 1)}, {w.mblock_offset, 4 * (s.E + 1)}, {w.rank_row_begin, 4 * (s.P + 1)},
           {w.slot_row, 4 * z->rows}, {w.row_token, 4 * z->rows}, {w.row_slot, 4 * z->rows}, {w.recv, 2 * z->recv},
-          {w.act, 2 * z->act}, {w.h, 2 * z->h}, {w.y_sorted, 2 * z->y_sorted}, {w.slots, 2 * z->slots},
+          {w.act, 2 * z->act}, {w.h, 2 * z->h}, {w.slots, 2 * z->slots},
           {w.act_s, 2 * z->act_s}, {w.s, 2 * z->s}};
       uintptr_t end = base;
       for (const Piece& q : pieces) {
@@ -119,14 +118,15 @@ TEST(LayerLimits, NamesTheOffendingValue) {
 
 TEST(TaskIds, RoundTrip) {
   for (auto kind : {TaskKind::kPlan, TaskKind::kPlaceDispatch, TaskKind::kGemm1, TaskKind::kSharedGemm2,
-                    TaskKind::kCombine, TaskKind::kWeightedSum}) {
+                    TaskKind::kWeightedSum}) {
     const uint64_t id = make_task_id(kind, 7, 123456789u);
     EXPECT_EQ(task_kind(id), kind);
     EXPECT_EQ(task_rank(id), 7u);
     EXPECT_EQ(task_index(id), 123456789u);
   }
-  EXPECT_EQ(describe_task(make_task_id(TaskKind::kGemm2, 1, 3)), "GEMM2 tile 3 of rank 1");
-  EXPECT_EQ(describe_task(make_task_id(TaskKind::kCombine, 0, 9)), "combine of m-block 9 of rank 0");
+  EXPECT_EQ(describe_task(make_task_id(TaskKind::kGemm2, 1, 3)), "GEMM2 (+combine) tile 3 of rank 1");
+  EXPECT_EQ(describe_task(make_task_id(TaskKind::kWeightedSum, 0, 9)),
+            "weighted sum of token chunk 9 (tokens 288..) of rank 0");
 }
 
 DeviceErrorRecord record(FaultCode code, uint32_t epoch) {
@@ -147,7 +147,7 @@ TEST(FaultStatus, TimeoutNamesTaskCounterAndValues) {
   r.seen = 10;
   const Status st = fault_status(r, small_shape());
   EXPECT_EQ(st.code(), ErrorCode::kDeviceTimeout);
-  EXPECT_TRUE(contains(st.message(), "GEMM2 tile 3 of rank 1")) << st.message();
+  EXPECT_TRUE(contains(st.message(), "GEMM2 (+combine) tile 3 of rank 1")) << st.message();
   EXPECT_TRUE(contains(st.message(), "GEMM1-done counter of m-block 2 of rank 1")) << st.message();
   EXPECT_TRUE(contains(st.message(), "expected 12, saw 10")) << st.message();
   r.seen = -1;
