@@ -16,9 +16,14 @@ struct LayerConfig {
   bool save_h = true;
   // Streaming multiprocessors the persistent kernel may use; 0 = all of the device.
   int32_t num_sms = 0;
-  // SMs (of num_sms) given to dispatch/combine; 0 = chosen by the kernel.
+  // SMs (of num_sms) dedicated to data movement; 0 = none: every SM takes every kind of task.
+  // Megakernel: each of the P rank slices of the grid gives min(slice CTAs − 1, ⌈comm_sms / P⌉)
+  // CTAs to dispatch and the weighted sum only (the combine is GEMM2's epilogue, so it stays
+  // with the GEMM CTAs); the rest run the GEMM tiles. A 1-CTA slice never splits.
   int32_t comm_sms = 0;
-  // Rows per dispatch/combine chunk (overlap granularity); 0 = chosen by the kernel.
+  // Rows per GEMM band, the overlap granularity between GEMM1 and GEMM2: the tile order walks
+  // max(1, overlap_rows / 128) m-blocks of 128 rows before the next column block, so those rows
+  // finish GEMM1 together and their GEMM2 can start. 0 = 8 m-blocks (the GEMM core's band).
   int32_t overlap_rows = 0;
   // Rows each rank's receive buffer holds; 0 = the worst case P·T·min(k, E/P), which can never
   // overflow. A smaller cap is checked against the plan before any write.

@@ -67,6 +67,16 @@ StatusOr<LayerSizes> layer_sizes(const Shape& shape, const LayerConfig& config) 
   return z;
 }
 
+int32_t band_mblocks(const LayerConfig& config) {
+  if (config.overlap_rows <= 0) return kDefaultBandMBlocks;
+  return std::max<int32_t>(1, config.overlap_rows / kRowsPerMBlock);
+}
+
+int32_t comm_ctas_per_rank(const LayerConfig& config, int64_t P) {
+  if (config.comm_sms <= 0 || P <= 0) return 0;
+  return static_cast<int32_t>(div_up(config.comm_sms, P));
+}
+
 namespace {
 
 // Hands out 256-byte aligned pieces from a base address.

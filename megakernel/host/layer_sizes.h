@@ -35,6 +35,14 @@ Status check_megakernel_limits(const Shape& shape, const LayerConfig& config, in
 
 StatusOr<LayerSizes> layer_sizes(const Shape& shape, const LayerConfig& config);
 
+// The scheduling knobs as the kernel reads them (LayerParams). They move tasks between CTAs and
+// in time, never a bit (DESIGN.md D1).
+// m-blocks per GEMM band: overlap_rows / 128 (at least 1), or kDefaultBandMBlocks for 0.
+int32_t band_mblocks(const LayerConfig& config);
+// CTAs each rank slice asks for data movement: ⌈comm_sms / P⌉ (0: none). The device keeps at
+// least one GEMM CTA per slice: comm_ctas_in_slice (layer_params.h).
+int32_t comm_ctas_per_rank(const LayerConfig& config, int64_t P);
+
 // Lays the workspace out from `base` (each piece 256-byte aligned; control words first so one
 // memset initialises them) and returns its total bytes. The one place the layout is written:
 // layer_sizes() sizes the allocation with it (base 0) and Layer::create carves with it.

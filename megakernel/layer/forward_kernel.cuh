@@ -7,6 +7,10 @@
 //   warpgroups 1, 2     consumers: GEMM mainloop + epilogue + signal for GEMM tasks (routed
 //                       GEMM2's epilogue is the combine); dispatch and weighted sum otherwise
 //   thread 0, at exit   the last CTA to finish advances the launch epoch
+//
+// The CTA's list is its role's (cta_role, task_list.cuh): with LayerConfig::comm_sms a few CTAs
+// of each rank slice run only dispatch and weighted sum (their producer finds no GEMM task) and
+// the others only GEMM tiles. Producer and consumers derive the same role and list.
 #pragma once
 
 #include <cuda.h>
@@ -41,15 +45,15 @@ inline constexpr uint32_t kConsumerRegisters = 216;
 // The producer thread: GEMM tasks only.
 DETMOE_DEVICE void run_producer_tasks(const LayerParams& p, const LaunchContext& ctx, const Smem& smem,
                                       const Pipe& pipe) {
-  const RankSlice slice = rank_slice(p.P);
-  const TaskList list(p, slice.rank);
-  ExpertWalker walker(p, slice.rank);
+  const CtaRole role = cta_role(p);
+  const TaskList list(p, role.rank, role.phases);
+  ExpertWalker walker(p, role.rank);
   Stage st;
   bool aborted = false;
-  for (int32_t i = slice.member; i < list.total(); i += slice.size) {
+  for (int32_t i = role.member; i < list.total(); i += role.members) {
     const Task task = list.at(i);
     if (task.phase == Phase::kDispatch || task.phase == Phase::kSum) continue;
-    const GemmTask g = describe_gemm_task(p, task, slice.rank, list, walker);
+    const GemmTask g = describe_gemm_task(p, task, role.rank, list, walker);
     if (!aborted && g.wait != nullptr) {
       aborted = !wait_counter(ctx, g.wait, g.wait_target, g.wait_site);
       // Rows written by generic stores (dispatch) or other CTAs' TMA stores are read by TMA next.
@@ -64,9 +68,9 @@ DETMOE_DEVICE void run_consumer_tasks(const LayerParams& p, const LaunchContext&
                                       const Pipe& pipe, int* flag) {
   const int wg = static_cast<int>(threadIdx.x / 128) - 1;
   const bool issuer = threadIdx.x % 128 == 0;
-  const RankSlice slice = rank_slice(p.P);
-  const TaskList list(p, slice.rank);
-  ExpertWalker walker(p, slice.rank);
+  const CtaRole role = cta_role(p);
+  const TaskList list(p, role.rank, role.phases);
+  ExpertWalker walker(p, role.rank);
   gemm::SlabStore out(smem.staging(wg, 0), smem.staging(wg, 1), /*barrier_id=*/1 + wg, issuer);
   int* hist = reinterpret_cast<int*>(smem.staging(0, 0));  // E ints; slabs are idle between tiles
   Stage st;
@@ -93,21 +97,21 @@ DETMOE_DEVICE void run_consumer_tasks(const LayerParams& p, const LaunchContext&
     }
     pending_phase = Phase::kDone;
   };
-  for (int32_t i = slice.member; i < list.total(); i += slice.size) {
+  for (int32_t i = role.member; i < list.total(); i += role.members) {
     const Task task = list.at(i);
     TaskTracer::start(p);
     if (task.phase != pending_phase) flush();
     switch (task.phase) {
       case Phase::kDispatch:
-        place_and_dispatch(p, ctx, slice.rank, task.index, hist, flag);
+        place_and_dispatch(p, ctx, role.rank, task.index, hist, flag);
         break;
       case Phase::kSum:
-        weighted_sum(p, ctx, task, slice.rank, flag);
+        weighted_sum(p, ctx, task, role.rank, flag);
         break;
       default: {
         // After an abort the producer fills stages without data; the epilogue still runs (it
         // only writes the workspace) so every thread of a warpgroup takes the same barriers.
-        const GemmTask g = describe_gemm_task(p, task, slice.rank, list, walker);
+        const GemmTask g = describe_gemm_task(p, task, role.rank, list, walker);
         // Defined per tile: the wgmma asm reads its accumulators ("+f"), so an array declared
         // once and never written outside the mainloop stayed live across every other task,
         // and the copy loops spilled (ptxas -v).

@@ -14,6 +14,8 @@
 
 namespace detmoe::mk {
 
+static_assert(kDefaultBandMBlocks == Cfg::kBandRows, "overlap_rows = 0 keeps the GEMM core's band order");
+
 struct GemmTask {
   LayerTile tile;
   TileEpilogue epilogue;
@@ -39,9 +41,11 @@ DETMOE_DEVICE GemmTask describe_gemm_task(const LayerParams& p, const Task& task
   g.epilogue = gemm1 ? TileEpilogue::kSwiGLU : routed ? TileEpilogue::kScatterRows : TileEpilogue::kStore;
   const int32_t width = gemm1 ? kGemm1Cols : kGemm2Cols;
   const int32_t n_cols = gemm1 ? (routed ? p.F : p.Fs) : p.H;
-  // The GEMM core's band order (L2 reuse of each expert's weights across kBandRows m-blocks).
+  // The GEMM core's band order: consecutive tiles walk band_mblocks m-blocks before the next
+  // column block (L2 reuse of each expert's weights), so a band's m-blocks finish GEMM1
+  // together and their GEMM2 tiles can start (LayerConfig::overlap_rows). Only the order moves.
   const int32_t row_blocks = routed ? list.mblocks() : p.token_mblocks;
-  const gemm::BandCoords bc = gemm::band_coords(task.index, row_blocks, div_up(n_cols, width), Cfg::kBandRows);
+  const gemm::BandCoords bc = gemm::band_coords(task.index, row_blocks, div_up(n_cols, width), p.band_mblocks);
   const int32_t row_block = bc.m_block;
   const int32_t col0 = bc.n_block * width;
   g.out_cols = n_cols;

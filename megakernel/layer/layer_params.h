@@ -28,6 +28,16 @@ inline constexpr int kGemm1Cols = 128;  // a columns per GEMM1 tile: 128 gate + 
 inline constexpr int kGemm2Cols = 256;  // y columns per GEMM2 tile
 // Grid barriers of the plan: after validate+count, after the chunk scan, after the offsets.
 inline constexpr int kPlanBarriers = 3;
+// m-blocks per GEMM band when LayerConfig::overlap_rows = 0: the GEMM core's kBandRows
+// (static_assert in gemm_tasks.cuh).
+inline constexpr int32_t kDefaultBandMBlocks = 8;
+
+// CTAs of a rank slice of `slice_size` CTAs that run only dispatch and weighted-sum tasks, for
+// LayerParams::comm_ctas_per_rank requested. At least one CTA is left for the GEMM tasks, so a
+// 1-CTA slice never splits. Host and device (cta_role in task_list.cuh) share this rule.
+constexpr int32_t comm_ctas_in_slice(int32_t comm_ctas_per_rank, int32_t slice_size) {
+  return comm_ctas_per_rank < slice_size - 1 ? comm_ctas_per_rank : slice_size - 1;
+}
 
 // One rank's user tensors (device pointers of the rank's GPU).
 struct RankTensors {
@@ -90,6 +100,9 @@ struct LayerParams {
   int32_t sum_chunks;       // ⌈T / kSumChunkTokens⌉
   int32_t token_mblocks;    // ⌈T / 128⌉
   int32_t store_h;
+  // Scheduling knobs (LayerConfig; they change who runs a task and when, never a bit):
+  int32_t comm_ctas_per_rank;  // ⌈comm_sms / P⌉, 0 = no CTA dedicated to data movement
+  int32_t band_mblocks;        // m-blocks per GEMM band (≥ 1), from overlap_rows
   long long timeout_ns;
   unsigned long long force_timeout_task;  // a task id, or ~0 = none
   // Task timeline (LayerOptions::trace_tasks_per_cta; null = off): CTA c writes records

@@ -12,8 +12,10 @@
 //            shared GEMM2     per (128 tokens, 256 columns of H)
 //   level 3  weighted sum     per kSumChunkTokens of the rank's tokens
 //
-// The rank's CTA slice (loopback: CTAs [⌈r·G/P⌉, ⌈(r+1)·G/P⌉)) takes the tasks round robin. Who
-// runs a task changes only speed: each task's result depends on the plan and inputs alone.
+// The rank's CTA slice (loopback: CTAs [⌈r·G/P⌉, ⌈(r+1)·G/P⌉)) takes the tasks round robin; with
+// LayerConfig::comm_sms the slice is split into a data-movement group and a GEMM group, each
+// taking its own phases of the list round robin (cta_role). Who runs a task changes only speed:
+// each task's result depends on the plan and inputs alone.
 #pragma once
 
 #include <cstdint>
@@ -44,38 +46,78 @@ DETMOE_DEVICE RankSlice rank_slice(int32_t P) {
   return {r, b - first, next - first};
 }
 
+// Sets of phases, bit ph = 1 << ph.
+constexpr uint32_t phase_bit(Phase ph) { return 1u << static_cast<int>(ph); }
+inline constexpr uint32_t kCommPhases = phase_bit(Phase::kDispatch) | phase_bit(Phase::kSum);
+inline constexpr uint32_t kGemmPhases = phase_bit(Phase::kGemm1) | phase_bit(Phase::kSharedGemm1) |
+                                        phase_bit(Phase::kGemm2) | phase_bit(Phase::kSharedGemm2);
+inline constexpr uint32_t kAllPhases = kCommPhases | kGemmPhases;
+
+// Which tasks of its rank's list this CTA runs: those of `phases`, numbered in list order, task
+// j of them going to member j mod members. Producer and consumers derive it alike.
+struct CtaRole {
+  int32_t rank;
+  int32_t member;   // index of this CTA among the slice's CTAs of the same role
+  int32_t members;  // CTAs of the slice with this role (≥ 1)
+  uint32_t phases;  // phase set of the role
+};
+
+// With c = comm_ctas_in_slice(LayerParams::comm_ctas_per_rank, slice size) > 0, slice members
+// [0, c) run dispatch and weighted sum only and members [c, size) the GEMMs only; c = 0 keeps
+// one group that runs everything.
+//
+// Progress (no deadlock) survives the split, by the levels argument of the list:
+//   (1) each task has exactly one owner: the two groups' phase sets partition the list and each
+//       group deals its sub-list round robin;
+//   (2) every CTA runs its tasks in list order, i.e. by level (its producer may run ahead of its
+//       consumers, never behind);
+//   (3) a task waits only on tasks of lower levels: dispatch never waits; GEMM1 waits on
+//       dispatch, shared GEMM1 on nothing, GEMM2 on GEMM1, shared GEMM2 on shared GEMM1; the sum
+//       on GEMM2 and shared GEMM2;
+//   (4) all CTAs are resident (cooperative launch).
+// Take the CTA whose current (lowest unfinished) task has the lowest level L. A task it waits on
+// has a level < L (3); were it unfinished, its owner's current task would have a level ≤ that
+// (1, 2), below L: impossible. So its inputs are done, it finishes and the argument repeats.
+// Taking tasks out of a CTA's sequence keeps (1)–(4), so the split cannot deadlock. What it buys
+// is speed: a data-movement CTA's dispatches never queue behind a GEMM tile, and all of them
+// precede its sums, the only tasks in which it waits.
+DETMOE_DEVICE CtaRole cta_role(const LayerParams& p) {
+  const RankSlice slice = rank_slice(p.P);
+  const int32_t comm = comm_ctas_in_slice(p.comm_ctas_per_rank, slice.size);
+  if (slice.member < comm) return {slice.rank, slice.member, comm, kCommPhases};
+  return {slice.rank, slice.member - comm, slice.size - comm, comm > 0 ? kGemmPhases : kAllPhases};
+}
+
 struct Task {
   Phase phase;
   int32_t index;  // within the phase
   uint64_t id;    // make_task_id
 };
 
-// Phase sizes of one rank, read from the plan (after the plan's last grid barrier).
+// The task list of one rank restricted to a phase set, sized from the plan (read after the
+// plan's last grid barrier). A phase outside the set counts 0 tasks, so the list holds the kept
+// phases in the same order, with the same task indices and ids as the full list.
 class TaskList {
  public:
-  DETMOE_DEVICE TaskList(const LayerParams& p, int32_t rank) : rank_(rank) {
+  DETMOE_DEVICE TaskList(const LayerParams& p, int32_t rank, uint32_t phases)
+      : p_(p), rank_(rank), phases_(phases) {
     const int32_t e0 = rank * p.experts_per_rank;
     mblock_first_ = __ldcg(p.ws.mblock_offset + e0);
     mblocks_ = __ldcg(p.ws.mblock_offset + e0 + p.experts_per_rank) - mblock_first_;
-    const int32_t shared_tiles = p.Fs > 0 ? p.token_mblocks : 0;
-    count_[0] = p.chunks_per_rank;
-    count_[1] = mblocks_ * div_up(p.F, kGemm1Cols);
-    count_[2] = shared_tiles * div_up(p.Fs, kGemm1Cols);
-    count_[3] = mblocks_ * div_up(p.H, kGemm2Cols);
-    count_[4] = shared_tiles * div_up(p.H, kGemm2Cols);
-    count_[5] = p.sum_chunks;
-    total_ = 0;
-    for (int i = 0; i < kListPhases; ++i) total_ += count_[i];
   }
 
-  DETMOE_DEVICE int32_t total() const { return total_; }
+  DETMOE_DEVICE int32_t total() const {
+    int32_t n = 0;
+    for (int i = 0; i < kListPhases; ++i) n += count(i);
+    return n;
+  }
   DETMOE_DEVICE int32_t mblocks() const { return mblocks_; }
   DETMOE_DEVICE int32_t mblock_first() const { return mblock_first_; }
 
   // Task number i of the list (0 ≤ i < total()).
   DETMOE_DEVICE Task at(int32_t i) const {
     int32_t ph = 0;
-    while (ph < kListPhases - 1 && i >= count_[ph]) i -= count_[ph++];
+    while (ph < kListPhases - 1 && i >= count(ph)) i -= count(ph++);
     static constexpr TaskKind kKinds[kListPhases] = {TaskKind::kPlaceDispatch, TaskKind::kGemm1,
                                                      TaskKind::kSharedGemm1,   TaskKind::kGemm2,
                                                      TaskKind::kSharedGemm2,   TaskKind::kWeightedSum};
@@ -83,16 +125,35 @@ class TaskList {
   }
 
  private:
+  // Tasks of phase ph in this list, 0 outside its phase set. Computed when asked (as is total())
+  // from the kernel parameters and the rank's m-block count rather than kept in an array or a
+  // total: the consumer loop keeps this state live across the GEMM mainloop, where registers are
+  // short (with the phase set, a count array plus total spilled 8 bytes, ptxas -v, nvcc 13.0).
+  DETMOE_DEVICE int32_t count(int ph) const {
+    if (((phases_ >> ph) & 1u) == 0) return 0;
+    const int32_t shared_tiles = p_.Fs > 0 ? p_.token_mblocks : 0;
+    switch (static_cast<Phase>(ph)) {
+      case Phase::kDispatch: return p_.chunks_per_rank;
+      case Phase::kGemm1: return mblocks_ * div_up(p_.F, kGemm1Cols);
+      case Phase::kSharedGemm1: return shared_tiles * div_up(p_.Fs, kGemm1Cols);
+      case Phase::kGemm2: return mblocks_ * div_up(p_.H, kGemm2Cols);
+      case Phase::kSharedGemm2: return shared_tiles * div_up(p_.H, kGemm2Cols);
+      default: return p_.sum_chunks;
+    }
+  }
+
+  const LayerParams& p_;
   int32_t rank_;
+  uint32_t phases_;
   int32_t mblock_first_ = 0;
   int32_t mblocks_ = 0;
-  int32_t count_[kListPhases];
-  int32_t total_ = 0;
 };
 
 // Maps the rank's m-blocks to experts by walking the m-block offsets from the last answer, back
-// or forward: tiles come in bands of a few m-blocks (gemm::band_coords) and phases restart at
-// the rank's first m-block, so each step moves over a few experts at most (loads, not a search).
+// or forward: tiles come in bands of LayerParams::band_mblocks m-blocks (gemm::band_coords) and
+// phases restart at the rank's first m-block, so each step usually moves over a few experts
+// (loads, not a search); a longer jump back falls to a binary search. Any answer path gives the
+// same expert.
 class ExpertWalker {
  public:
   DETMOE_DEVICE ExpertWalker(const LayerParams& p, int32_t rank)

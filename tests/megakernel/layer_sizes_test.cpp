@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <utility>
 
 #include "detmoe/config.h"
 #include "detmoe/layer.h"
@@ -127,6 +128,52 @@ TEST(TaskIds, RoundTrip) {
   EXPECT_EQ(describe_task(make_task_id(TaskKind::kGemm2, 1, 3)), "GEMM2 (+combine) tile 3 of rank 1");
   EXPECT_EQ(describe_task(make_task_id(TaskKind::kWeightedSum, 0, 9)),
             "weighted sum of token chunk 9 (tokens 288..) of rank 0");
+}
+
+// LayerConfig::overlap_rows → m-blocks per GEMM band (LayerParams::band_mblocks).
+TEST(LayerSchedule, BandMBlocksFollowOverlapRows) {
+  LayerConfig c;
+  EXPECT_EQ(band_mblocks(c), kDefaultBandMBlocks);  // 0: the GEMM core's band
+  for (auto [rows, mblocks] : {std::pair{1, 1}, std::pair{64, 1}, std::pair{127, 1}, std::pair{128, 1},
+                               std::pair{256, 2}, std::pair{300, 2}, std::pair{1024, 8}, std::pair{4096, 32}}) {
+    c.overlap_rows = rows;
+    EXPECT_EQ(band_mblocks(c), mblocks) << "overlap_rows " << rows;
+  }
+}
+
+// LayerConfig::comm_sms → data-movement CTAs per rank slice: ⌈comm_sms / P⌉, never the whole
+// slice (the GEMM tiles need an owner), and none for comm_sms = 0.
+TEST(LayerSchedule, CommCtasLeaveEverySliceAGemmCta) {
+  LayerConfig c;
+  EXPECT_EQ(comm_ctas_per_rank(c, 1), 0);
+  EXPECT_EQ(comm_ctas_per_rank(c, 8), 0);
+  c.comm_sms = 4;
+  EXPECT_EQ(comm_ctas_per_rank(c, 1), 4);
+  EXPECT_EQ(comm_ctas_per_rank(c, 8), 1);
+  c.comm_sms = 5;
+  EXPECT_EQ(comm_ctas_per_rank(c, 2), 3);
+  EXPECT_EQ(comm_ctas_in_slice(0, 1), 0);
+  EXPECT_EQ(comm_ctas_in_slice(0, 66), 0);
+  EXPECT_EQ(comm_ctas_in_slice(3, 1), 0);  // a 1-CTA slice never splits
+  EXPECT_EQ(comm_ctas_in_slice(3, 2), 1);
+  EXPECT_EQ(comm_ctas_in_slice(3, 4), 3);
+  EXPECT_EQ(comm_ctas_in_slice(3, 66), 3);
+  // Every slice of the loopback split (rank_slice: CTAs [⌈r·G/P⌉, ⌈(r+1)·G/P⌉)) keeps a GEMM CTA.
+  for (int64_t P : {1, 2, 3, 8})
+    for (int64_t G : {P, P + 1, int64_t{17}, int64_t{132}})
+      for (int32_t comm : {0, 1, 4, 16, 131}) {
+        c.comm_sms = comm;
+        auto first_cta = [&](int64_t r) { return (r * G + P - 1) / P; };
+        for (int64_t r = 0; r < P; ++r) {
+          const auto size = static_cast<int32_t>(first_cta(r + 1) - first_cta(r));
+          const int32_t dedicated = comm_ctas_in_slice(comm_ctas_per_rank(c, P), size);
+          EXPECT_GE(dedicated, 0);
+          EXPECT_LT(dedicated, size) << "G " << G << " P " << P << " comm_sms " << comm << " rank " << r;
+          if (comm > 0 && size > 1) {
+            EXPECT_GE(dedicated, 1);
+          }
+        }
+      }
 }
 
 DeviceErrorRecord record(FaultCode code, uint32_t epoch) {
