@@ -29,8 +29,8 @@ DETMOE_DEVICE void copy_barrier() { ptx::named_barrier_sync(kCopyBarrier, kCopyT
 
 // One warp copies a row of `bytes` (a multiple of 16). Each lane has up to kCopyUnroll 16-byte
 // loads in flight before it stores: with one at a time an SM moved ≈ 10 GB/s (gpt-oss dispatch:
-// 300 µs per 2.9 MB chunk on the H200). 8 in flight made the kernel spill (ptxas -v). The source is a kernel input (never written in the
-// launch), so the read-only path is safe.
+// 300 µs per 2.9 MB chunk on the H200). 8 in flight made the kernel spill (ptxas -v). The source is a kernel
+// input (never written in the launch), so the read-only path is safe.
 DETMOE_DEVICE void warp_copy_input_row(void* dst, const void* src, int32_t bytes) {
   constexpr int kCopyUnroll = 4;
   const uint4* s = static_cast<const uint4*>(src);
@@ -138,8 +138,9 @@ DETMOE_DEVICE void weighted_sum(const LayerParams& p, const LaunchContext& ctx, 
   copy_barrier();
   if (tid == 0) {
     const WaitSite site{task.id, CounterKind::kSlotsReady, static_cast<uint32_t>(s), task.index};
+    // Every row of the chunk lands once per GEMM2 column tile (GEMM2's epilogue signals runs).
     bool ok = wait_counter(ctx, rank_counters(p, s) + p.counters.slots_ready + task.index,
-                           static_cast<uint32_t>(n * p.k), site);
+                           static_cast<uint32_t>(n * p.k * div_up(p.H, kGemm2Cols)), site);
     if (ok && p.Fs > 0) {
       const int32_t tm = t0 / kRowsPerMBlock;
       const WaitSite shared_site{task.id, CounterKind::kShared2Done, static_cast<uint32_t>(s), tm};
