@@ -206,18 +206,10 @@ DETMOE_DEVICE SlotRun consume_tile(int wg, const LayerTile& t, TileEpilogue epil
                                 const Pipe& pipe,
                                 Stage& st, gemm::SlabStore& out, float (&acc)[Cfg::kAccumulators],
                                 BeforeEpilogue&& before_epilogue) {
-  if (t.c_row + wg * Cfg::kWarpgroupRows < t.c_end) {
-    gemm::consume_k_blocks<Operands, Cfg>(wg, t.k_blocks, smem, pipe, st, acc);
-  } else {
-    // No row of this warpgroup's half exists (an expert's last, partly filled m-block): its
-    // outputs are never stored, so only pass the stages on. The other warpgroup then has the
-    // tensor cores to itself (≈ 10 % of gpt-oss's m-blocks are such tails).
-    for (int32_t kb = 0; kb < t.k_blocks; ++kb) {
-      pipe.consumer_wait(st);
-      pipe.consumer_release(st.stage);
-      st.advance();
-    }
-  }
+  // Always the full mainloop, even for a warpgroup whose 64 rows are all past the expert's end:
+  // letting such a warpgroup pass the stages on without wgmma hung the H200 (producer waiting
+  // on an empty barrier, consumers on a full one; bisected 2026-12-02, cause not found).
+  gemm::consume_k_blocks<Operands, Cfg>(wg, t.k_blocks, smem, pipe, st, acc);
   before_epilogue();
   const uint32_t thread = threadIdx.x % 128;
   gemm::EpilogueTile et;
