@@ -96,16 +96,27 @@ DETMOE_DEVICE void place_and_dispatch(const LayerParams& p, const LaunchContext&
     }
   }
   copy_barrier();
+  // Each lane looks up one row's addresses (a chain of dependent loads), then the warp copies
+  // its 32 rows one after another with the addresses shuffled out: the lookups' latency is paid
+  // once per 32 rows. Looked up row by row, it dominated: 230–400 µs per chunk on the H200.
   const int32_t row_bytes = p.H * 2;
 #pragma unroll 1
-  for (int32_t i = warp; i < pairs; i += kCopyWarps) {
-    const int32_t row = __ldcg(p.ws.slot_row + g0 * p.k + i);  // written by warp 0 before the barrier
-    const int32_t e = __ldg(idx + i);
-    const int32_t d = e / p.experts_per_rank;
-    const int64_t local = row - __ldcg(p.ws.rank_row_begin + d);
-    uint16_t* dst = p.ws.recv + (static_cast<int64_t>(d) * p.capacity + local) * p.H;
-    const uint16_t* src = p.rank[s].x + static_cast<int64_t>(t0 + i / p.k) * p.H;
-    warp_copy_input_row(dst, src, row_bytes);
+  for (int32_t base = warp * 32; base < pairs; base += kCopyWarps * 32) {
+    const int32_t i = base + static_cast<int32_t>(lane);
+    unsigned long long dst = 0, src = 0;
+    if (i < pairs) {
+      const int32_t row = __ldcg(p.ws.slot_row + g0 * p.k + i);  // written by warp 0 before the barrier
+      const int32_t d = __ldg(idx + i) / p.experts_per_rank;
+      const int64_t local = row - __ldcg(p.ws.rank_row_begin + d);
+      dst = reinterpret_cast<unsigned long long>(p.ws.recv + (static_cast<int64_t>(d) * p.capacity + local) * p.H);
+      src = reinterpret_cast<unsigned long long>(p.rank[s].x + static_cast<int64_t>(t0 + i / p.k) * p.H);
+    }
+    const int32_t rows = min(32, pairs - base);
+#pragma unroll 1
+    for (int32_t r = 0; r < rows; ++r) {
+      warp_copy_input_row(reinterpret_cast<void*>(__shfl_sync(0xffffffffu, dst, r)),
+                          reinterpret_cast<const void*>(__shfl_sync(0xffffffffu, src, r)), row_bytes);
+    }
   }
   __threadfence();
   copy_barrier();

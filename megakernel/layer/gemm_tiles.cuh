@@ -125,22 +125,31 @@ struct SlotRun {
 };
 
 // The signal thread `thread` of a warpgroup owes for its rows [plan_row0, plan_row0 + rows) of a
-// GEMM2 tile: one per run of rows of the same (source rank, sum chunk), sent by the run's first
-// row's thread. Rows are sorted by global token, so such rows are contiguous. A sum chunk is
-// complete at n·k·⌈H/256⌉: every row, once per GEMM2 column tile.
+// GEMM2 tile: one per run of rows of the same (source rank, sum chunk) inside a warp, sent by
+// the run's first lane. Rows are sorted by global token, so such rows are contiguous; a run that
+// crosses a warp boundary is signalled in two parts. A sum chunk is complete at n·k·⌈H/256⌉:
+// every row, once per GEMM2 column tile. Found with one load per lane and a ballot (a serial
+// scan along a run cost one dependent load per row, up to 8 per tile on deepseek). All 32 lanes
+// of each warp must call it.
 DETMOE_DEVICE SlotRun slot_run_of(const LayerParams& p, int32_t plan_row0, int32_t rows, int32_t thread) {
-  if (thread >= rows) return {nullptr, 0};
-  const int32_t g = __ldcg(p.ws.row_token + plan_row0 + thread);
-  const int32_t s = g / p.T;
-  const int32_t key_chunk = (g % p.T) / kSumChunkTokens;
-  auto same = [&](int32_t other) {
-    const int32_t go = __ldcg(p.ws.row_token + plan_row0 + other);
-    return go / p.T == s && (go % p.T) / kSumChunkTokens == key_chunk;
-  };
-  if (thread > 0 && same(thread - 1)) return {nullptr, 0};  // not the first row of its run
-  int32_t run = 1;
-  while (thread + run < rows && same(thread + run)) ++run;
-  return {rank_counters(p, s) + p.counters.slots_ready + key_chunk, static_cast<uint32_t>(run)};
+  const uint32_t lane = ptx::lane_id();
+  const bool mine = thread < rows;
+  int32_t s = 0, chunk = 0;
+  int64_t key = -1 - static_cast<int64_t>(lane);  // distinct for lanes without a row
+  if (mine) {
+    const int32_t g = __ldcg(p.ws.row_token + plan_row0 + thread);
+    s = g / p.T;
+    chunk = (g % p.T) / kSumChunkTokens;
+    key = static_cast<int64_t>(s) * p.sum_chunks + chunk;
+  }
+  const int64_t before = __shfl_up_sync(0xffffffffu, key, 1);
+  const bool start = mine && (lane == 0 || before != key);
+  const uint32_t starts = __ballot_sync(0xffffffffu, start);
+  const uint32_t owned = __ballot_sync(0xffffffffu, mine);
+  if (!start) return {nullptr, 0};
+  const uint32_t later = lane == 31 ? 0u : starts & (~0u << (lane + 1));
+  const int32_t end = later != 0 ? __ffs(later) - 1 : 32 - __clz(owned);
+  return {rank_counters(p, s) + p.counters.slots_ready + chunk, static_cast<uint32_t>(end - static_cast<int32_t>(lane))};
 }
 
 // GEMM2's epilogue with the combine fused in: row i of the warpgroup's 64 rows is plan row
@@ -192,7 +201,8 @@ struct ScatterRowsEpilogue {
             }
           });
     }
-    return aborted ? SlotRun{nullptr, 0} : slot_run_of(p, plan_row0, rows, static_cast<int32_t>(thread));
+    const SlotRun run = slot_run_of(p, plan_row0, rows, static_cast<int32_t>(thread));  // every lane
+    return aborted ? SlotRun{nullptr, 0} : run;
   }
 };
 
