@@ -12,6 +12,9 @@
 //   --gemm=per-expert[,grouped]  --impls=reference[,megakernel]  --timed=20  --seed=1
 //   --trace: the megakernel records its task timeline; the last timed launch's summary (per
 //            task kind: count, first start, last end, busy time per CTA) goes to stderr
+//   --knobs=C:R[,C:R...]: megakernel LayerConfig settings to time, comm_sms C and overlap_rows R
+//            (default 0:0); a setting other than 0:0 adds "/comm<C>-rows<R>" to the name. The
+//            knobs change speed only, never bits (D1), so this is how their effect is measured.
 // The megakernel runs on the reference session's inputs (same data, same routing); a device
 // fault of the megakernel fails the benchmark run (exit 3) with its Status.
 #include <benchmark/benchmark.h>
@@ -24,6 +27,7 @@
 #include <memory>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "detmoe/layer.h"
@@ -44,6 +48,7 @@ struct Options {
   int timed = 20;
   uint64_t seed = 1;
   bool trace = false;
+  std::vector<std::pair<int32_t, int32_t>> knobs = {{0, 0}};  // (comm_sms, overlap_rows)
 };
 
 void die(const std::string& what) {
@@ -70,7 +75,8 @@ std::vector<std::string> split(const std::string& s) {
 struct Current {
   std::string key;
   std::unique_ptr<ReferenceSession> session;
-  std::unique_ptr<Layer> megakernel;  // built on first use for the current session
+  std::unique_ptr<Layer> megakernel;  // built on first use for the current session and knobs
+  std::pair<int32_t, int32_t> megakernel_knobs{0, 0};
   void* flush = nullptr;
   size_t flush_bytes = 0;
 };
@@ -161,16 +167,21 @@ void bench_reference(benchmark::State& state, std::string shape_name, std::strin
 
 // The forward megakernel: one launch per step, no host synchronisation inside the timed region.
 void bench_megakernel(benchmark::State& state, std::string shape_name, std::string routing, uint64_t seed,
-                      bool trace) {
+                      bool trace, std::pair<int32_t, int32_t> knobs) {
   ReferenceSession& s = session_for(shape_name, routing, "per-expert", seed);
   DeviceProblem& p = s.problem();
   Current& c = current();
-  if (!c.megakernel) {
+  if (!c.megakernel || c.megakernel_knobs != knobs) {
+    c.megakernel.reset();
     LayerOptions options;
     options.trace_tasks_per_cta = trace ? 8192 : 0;
-    auto layer = Layer::create(s.layer().shape(), LayerConfig{}, options);
+    LayerConfig config;
+    config.comm_sms = knobs.first;
+    config.overlap_rows = knobs.second;
+    auto layer = Layer::create(s.layer().shape(), config, options);
     check(layer.status(), "Layer::create");
     c.megakernel = std::move(*layer);
+    c.megakernel_knobs = knobs;
   }
   Layer& layer = *c.megakernel;
   cudaStream_t stream = s.layer().exchange().stream(0);
@@ -219,6 +230,15 @@ int main(int argc, char** argv) {
     else if (const char* v = value("--gemm=")) o.gemms = split(v);
     else if (const char* v = value("--impls=")) o.impls = split(v);
     else if (a == "--trace") o.trace = true;
+    else if (const char* v = value("--knobs=")) {
+      o.knobs.clear();
+      for (const std::string& item : split(v)) {
+        int comm = -1, rows = -1;
+        if (std::sscanf(item.c_str(), "%d:%d", &comm, &rows) != 2 || comm < 0 || rows < 0)
+          die("--knobs wants comm_sms:overlap_rows pairs of non-negative integers, got " + item);
+        o.knobs.emplace_back(comm, rows);
+      }
+    }
     else if (const char* v = value("--timed=")) o.timed = std::max(1, std::atoi(v));
     else if (const char* v = value("--seed=")) o.seed = std::strtoull(v, nullptr, 10);
     else {
@@ -240,11 +260,15 @@ int main(int argc, char** argv) {
     for (const std::string& routing : o.routings) {
       // The megakernel first: it shares the per-expert session, built once per (shape, routing).
       if (wants("megakernel"))
-        benchmark::RegisterBenchmark(("megakernel/" + shape + "/" + routing + "/fwd").c_str(), bench_megakernel, shape,
-                                     routing, o.seed, o.trace)
-            ->UseManualTime()
-            ->Unit(benchmark::kMillisecond)
-            ->Iterations(o.timed);
+        for (const auto& knobs : o.knobs) {
+          std::string name = "megakernel/" + shape + "/" + routing + "/fwd";
+          if (knobs != std::pair<int32_t, int32_t>{0, 0})
+            name += "/comm" + std::to_string(knobs.first) + "-rows" + std::to_string(knobs.second);
+          benchmark::RegisterBenchmark(name.c_str(), bench_megakernel, shape, routing, o.seed, o.trace, knobs)
+              ->UseManualTime()
+              ->Unit(benchmark::kMillisecond)
+              ->Iterations(o.timed);
+        }
       if (!wants("reference")) continue;
       for (const std::string& gemm : o.gemms)
         for (bool backward : {false, true}) {
