@@ -149,7 +149,8 @@ DETMOE_DEVICE SlotRun slot_run_of(const LayerParams& p, int32_t plan_row0, int32
   if (!start) return {nullptr, 0};
   const uint32_t later = lane == 31 ? 0u : starts & (~0u << (lane + 1));
   const int32_t end = later != 0 ? __ffs(later) - 1 : 32 - __clz(owned);
-  return {rank_counters(p, s) + p.counters.slots_ready + chunk, static_cast<uint32_t>(end - static_cast<int32_t>(lane))};
+  return {rank_counters(p, s) + p.counters.slots_ready + chunk,
+          static_cast<uint32_t>(end - static_cast<int32_t>(lane))};
 }
 
 // GEMM2's epilogue with the combine fused in: row i of the warpgroup's 64 rows is plan row
@@ -211,11 +212,10 @@ struct ScatterRowsEpilogue {
 // the slots-ready signal this thread owes (kScatterRows), else none.
 template <class BeforeEpilogue>
 DETMOE_DEVICE SlotRun consume_tile(int wg, const LayerTile& t, TileEpilogue epilogue, int32_t out_cols,
-                                const CUtensorMap* map_c, const CUtensorMap* map_h, bool store_h,
-                                const LayerParams& p, const LaunchContext& ctx, int32_t plan_row0, const Smem& smem,
-                                const Pipe& pipe,
-                                Stage& st, gemm::SlabStore& out, float (&acc)[Cfg::kAccumulators],
-                                BeforeEpilogue&& before_epilogue) {
+                                   const CUtensorMap* map_c, const CUtensorMap* map_h, bool store_h,
+                                   const LayerParams& p, const LaunchContext& ctx, int32_t plan_row0,
+                                   const Smem& smem, const Pipe& pipe, Stage& st, gemm::SlabStore& out,
+                                   float (&acc)[Cfg::kAccumulators], BeforeEpilogue&& before_epilogue) {
   // Always the full mainloop, even for a warpgroup whose 64 rows are all past the expert's end:
   // letting such a warpgroup pass the stages on without wgmma hung the H200 (producer waiting
   // on an empty barrier, consumers on a full one; bisected 2026-12-02, cause not found).
