@@ -3,8 +3,8 @@
 # with stored speed medians and a planted change, then the megakernel tests filter by filter
 # (time-boxed: a wrong kernel may hang inside a CTA), compute-sanitizer on a small case, and
 # `detmoe bench --impl megakernel` when asked. Logs to $OUT.
-#   OUT=dir MK_FILTERS='...' MK_SANITIZE=1 MK_BENCH=1 MK_BENCH_ARGS='--routing balanced --trace' \
-#     perf/megakernel_device_run.sh
+#   OUT=dir MK_FILTERS='...' MK_SANITIZE=1 MK_BENCH=1|first MK_BENCH_ARGS='--routing balanced --trace' \
+#     MK_KNOBS='0:0,16:0,0:512' perf/megakernel_device_run.sh
 # Each refused machine start costs device time: batch everything into one call.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -56,6 +56,13 @@ log=$OUT/megakernel-run.log
   fi
   grep -E "^\[ *(OK|FAILED) *\]" "$OUT/megakernel.log" | grep -v "listed below" | sort | uniq | head -60
   [ "${MK_BENCH:-0}" = 1 ] && [ "$(left)" -gt 90 ] && bench
+  # MK_KNOBS='0:0,16:0,0:512': time the megakernel under comm_sms:overlap_rows settings (speed only).
+  if [ -n "${MK_KNOBS:-}" ] && [ "$(left)" -gt 60 ]; then
+    step knob sweep ${MK_KNOBS}
+    timeout $(( $(left) - 30 )) ./perf/detmoe_perf_layer --impls=megakernel --routings=balanced \
+      --shapes="${MK_KNOB_SHAPES:-gpt-oss-120b,qwen3-30b-a3b}" --knobs="$MK_KNOBS" --benchmark_counters_tabular=true \
+      --benchmark_out="$OUT/knobs.json" --benchmark_out_format=json 2>&1 | grep -E "megakernel/|detmoe_perf" | cut -c1-150
+  fi
   if [ "${MK_SANITIZE:-1}" = 1 ] && [ "$(left)" -gt 100 ]; then
     for tool in memcheck racecheck; do
       [ "$(left)" -lt 95 ] && break
