@@ -110,14 +110,15 @@ DETMOE_DEVICE void run_consumer_tasks(const LayerParams& p, const LaunchContext&
         break;
       default: {
         // After an abort the producer fills stages without data; the epilogue still runs (it
-        // only writes the workspace) so every thread of a warpgroup takes the same barriers.
+        // writes only the workspace; the y scatter writes nothing) so every thread of a
+        // warpgroup takes the same barriers.
         const GemmTask g = describe_gemm_task(p, task, role.rank, list, walker);
         // Defined per tile: the wgmma asm reads its accumulators ("+f"), so an array declared
         // once and never written outside the mainloop stayed live across every other task,
         // and the copy loops spilled (ptxas -v).
         float acc[Cfg::kAccumulators];
 #pragma unroll
-        for (int i = 0; i < Cfg::kAccumulators; ++i) acc[i] = 0.0f;
+        for (int r = 0; r < Cfg::kAccumulators; ++r) acc[r] = 0.0f;
         pending_run = consume_tile(wg, g.tile, g.epilogue, g.out_cols, g.map_c, g.map_h, g.map_h != nullptr, p, ctx,
                                    g.plan_row0, smem, pipe, st, out, acc, flush);
         pending_phase = task.phase;
