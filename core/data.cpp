@@ -1,8 +1,9 @@
 #include "detmoe/data.h"
 
 #include <cmath>
-#include <thread>
 #include <vector>
+
+#include "detmoe/parallel.h"
 
 namespace detmoe {
 
@@ -25,23 +26,12 @@ int stream_scale_log2(const Shape& shape, TensorStream stream) {
 }
 
 void fill_bf16(uint16_t* dst, int64_t count, uint64_t seed, TensorStream stream, uint64_t first, int scale_log2) {
-  // Each element is independent, so split over threads for the big shapes.
-  const int64_t kChunk = int64_t{1} << 20;
-  const unsigned threads = count > kChunk ? std::max(1u, std::thread::hardware_concurrency()) : 1u;
-  // Contiguous blocks: interleaving elements across threads made them write the same cache
-  // lines (2-byte elements), which cost more than the threads gained.
-  auto work = [&](unsigned tid) {
-    const int64_t begin = count * tid / threads, end = count * (tid + 1) / threads;
+  // Each element is independent: contiguous ranges over threads for the big shapes (elements
+  // interleaved across threads shared cache lines and cost more than the threads gained).
+  parallel_ranges(count, workers_for(count, 1, int64_t{1} << 20), [&](int, int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i)
       dst[i] = generated_bf16_bits(seed, stream, first + static_cast<uint64_t>(i), scale_log2);
-  };
-  if (threads == 1) {
-    work(0);
-    return;
-  }
-  std::vector<std::thread> pool;
-  for (unsigned t = 0; t < threads; ++t) pool.emplace_back(work, t);
-  for (auto& th : pool) th.join();
+  });
 }
 
 LayerData generate_layer_data(const Shape& s, uint64_t seed) {

@@ -14,9 +14,9 @@
 #include <array>
 #include <charconv>
 #include <cmath>
-#include <thread>
 
 #include "detmoe/data.h"
+#include "detmoe/parallel.h"
 #include "detmoe/philox.h"
 
 namespace detmoe {
@@ -241,20 +241,12 @@ class Sampler {
   std::vector<int32_t> allowed_; // kEmptyExperts
 };
 
-// Runs fill(first, last) over contiguous token chunks on several threads. Every token is
-// independent, so the result does not depend on the split.
+// Runs fill(first, last) over contiguous token chunks on several threads (at most 32). Every
+// token is independent, so the result does not depend on the split.
 template <class Fill>
 void for_token_chunks(int64_t tokens, int64_t work_per_token, Fill fill) {
-  constexpr int64_t kWorkPerThread = int64_t{1} << 18;
-  const int64_t hw = std::max<int64_t>(1, std::thread::hardware_concurrency());
-  const int64_t threads = std::clamp<int64_t>(tokens * work_per_token / kWorkPerThread, 1, std::min<int64_t>(hw, 32));
-  if (threads == 1) {
-    fill(0, tokens);
-    return;
-  }
-  std::vector<std::thread> pool;
-  for (int64_t i = 0; i < threads; ++i) pool.emplace_back(fill, tokens * i / threads, tokens * (i + 1) / threads);
-  for (auto& th : pool) th.join();
+  const int workers = std::min(32, workers_for(tokens, work_per_token, int64_t{1} << 18));
+  parallel_ranges(tokens, workers, [&](int, int64_t first, int64_t last) { fill(first, last); });
 }
 
 // ---- text form ------------------------------------------------------------------------------

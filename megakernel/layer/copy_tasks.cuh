@@ -1,6 +1,6 @@
 // The data-movement tasks of the fused kernel, run by the 256 threads of the two consumer
-// warpgroups: place+dispatch (level 0) and the weighted sum (level 3); and the slots-ready
-// signals of the combine, which is GEMM2's epilogue.
+// warpgroups: place+dispatch (level 0) and the weighted sum (level 3). The combine is GEMM2's
+// epilogue (gemm_tiles.cuh).
 //
 // Peers: rank d's slice of a symmetric buffer is base + d·stride (loopback: one allocation;
 // NCCL: the LSA pointer of peer d — docs/MEGAKERNEL.md). Dispatch and the combine (GEMM2's

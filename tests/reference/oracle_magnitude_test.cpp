@@ -46,6 +46,23 @@ double rounded_like_grad(double m, OracleMode mode, GradPrecision grad) {
   return grad == GradPrecision::kFP32 ? round_to_fp32(m) : round_to_bf16(m);
 }
 
+// Runs the oracle with magnitudes in both modes and both gradient precisions and calls
+// check(field, dw, magnitude, mode, grad) for every weight gradient, under a trace naming them.
+template <class Check>
+void for_each_weight_grad(const OracleInputs& in, Check&& check) {
+  for (OracleMode mode : {OracleMode::kContract, OracleMode::kExact})
+    for (GradPrecision grad : {GradPrecision::kFP32, GradPrecision::kBF16}) {
+      const OracleOutputs o = run_with_magnitudes(in, mode, grad);
+      for (const GradField& f : kGradFields) {
+        SCOPED_TRACE(std::string(f.name) + (mode == OracleMode::kExact ? " kExact " : " kContract ") + to_string(grad));
+        const std::vector<double>& dw = o.*f.grad;
+        const std::vector<double>& m = o.*f.magnitude;
+        ASSERT_EQ(m.size(), dw.size());
+        check(f, dw, m, mode, grad);
+      }
+    }
+}
+
 TEST(OracleMagnitudes, AreOptInAndChangeNoOutputBit) {
   const Shape s{.T = 12, .H = 128, .F = 64, .E = 6, .k = 2, .P = 1, .Fs = 64};
   const OracleInputs in = make_problem(s, 31);
@@ -71,30 +88,23 @@ TEST(OracleMagnitudes, BoundTheWeightGradientsAndAreZeroForIdleExperts) {
   const OracleInputs in = make_problem(s, 37, routing);
   std::vector<int64_t> rows(s.E, 0);
   for (int32_t e : in.topk_idx) ++rows[e];
-  for (OracleMode mode : {OracleMode::kContract, OracleMode::kExact})
-    for (GradPrecision grad : {GradPrecision::kFP32, GradPrecision::kBF16}) {
-      const OracleOutputs o = run_with_magnitudes(in, mode, grad);
-      for (const GradField& f : kGradFields) {
-        SCOPED_TRACE(std::string(f.name) + (mode == OracleMode::kExact ? " kExact " : " kContract ") + to_string(grad));
-        const std::vector<double>& dw = o.*f.grad;
-        const std::vector<double>& m = o.*f.magnitude;
-        ASSERT_EQ(m.size(), dw.size());
-        int64_t below = 0, cancelling = 0;
-        for (size_t i = 0; i < dw.size(); ++i) {
-          below += rounded_like_grad(m[i], mode, grad) < std::fabs(dw[i]) ? 1 : 0;
-          cancelling += m[i] > 2 * std::fabs(dw[i]) ? 1 : 0;
-        }
-        EXPECT_EQ(below, 0);
-        EXPECT_GT(cancelling, 0) << "random signs should make some sums cancel";
-        // Experts without rows: dW = +0 and M = 0 (the Σ|terms| clause allows nothing there).
-        const int64_t per_expert = s.F * s.H;
-        for (int64_t e = 0; e < s.E && f.routed; ++e) {
-          if (rows[e] > 0) continue;
-          EXPECT_TRUE(std::all_of(m.begin() + e * per_expert, m.begin() + (e + 1) * per_expert,
-                                  [](double v) { return v == 0.0; }));
-        }
-      }
+  for_each_weight_grad(in, [&](const GradField& f, const std::vector<double>& dw, const std::vector<double>& m,
+                               OracleMode mode, GradPrecision grad) {
+    int64_t below = 0, cancelling = 0;
+    for (size_t i = 0; i < dw.size(); ++i) {
+      below += rounded_like_grad(m[i], mode, grad) < std::fabs(dw[i]) ? 1 : 0;
+      cancelling += m[i] > 2 * std::fabs(dw[i]) ? 1 : 0;
     }
+    EXPECT_EQ(below, 0);
+    EXPECT_GT(cancelling, 0) << "random signs should make some sums cancel";
+    // Experts without rows: dW = +0 and M = 0 (the Σ|terms| clause allows nothing there).
+    const int64_t per_expert = s.F * s.H;
+    for (int64_t e = 0; e < s.E && f.routed; ++e) {
+      if (rows[e] > 0) continue;
+      EXPECT_TRUE(std::all_of(m.begin() + e * per_expert, m.begin() + (e + 1) * per_expert,
+                              [](double v) { return v == 0.0; }));
+    }
+  });
 }
 
 TEST(OracleMagnitudes, EqualTheGradientWhenEveryTermHasOneSign) {
@@ -104,19 +114,12 @@ TEST(OracleMagnitudes, EqualTheGradientWhenEveryTermHasOneSign) {
   OracleInputs in = make_problem(s, 41);
   for (auto* v : {&in.x, &in.w_gate, &in.w_up, &in.w_down, &in.ws_gate, &in.ws_up, &in.ws_down, &in.dout})
     for (double& x : *v) x = std::fabs(x);
-  for (OracleMode mode : {OracleMode::kContract, OracleMode::kExact})
-    for (GradPrecision grad : {GradPrecision::kFP32, GradPrecision::kBF16}) {
-      const OracleOutputs o = run_with_magnitudes(in, mode, grad);
-      for (const GradField& f : kGradFields) {
-        SCOPED_TRACE(std::string(f.name) + (mode == OracleMode::kExact ? " kExact " : " kContract ") + to_string(grad));
-        const std::vector<double>& dw = o.*f.grad;
-        const std::vector<double>& m = o.*f.magnitude;
-        ASSERT_EQ(m.size(), dw.size());
-        ASSERT_TRUE(std::any_of(dw.begin(), dw.end(), [](double v) { return v > 0; }));
-        for (size_t i = 0; i < dw.size(); ++i)
-          ASSERT_EQ(rounded_like_grad(m[i], mode, grad), std::fabs(dw[i])) << "element " << i;
-      }
-    }
+  for_each_weight_grad(in, [&](const GradField&, const std::vector<double>& dw, const std::vector<double>& m,
+                               OracleMode mode, GradPrecision grad) {
+    ASSERT_TRUE(std::any_of(dw.begin(), dw.end(), [](double v) { return v > 0; }));
+    for (size_t i = 0; i < dw.size(); ++i)
+      ASSERT_EQ(rounded_like_grad(m[i], mode, grad), std::fabs(dw[i])) << "element " << i;
+  });
 }
 
 // A GPU bug that drops the rows of one token from the weight-gradient sums (a skipped K tail,
