@@ -4,7 +4,8 @@
 # (time-boxed: a wrong kernel may hang inside a CTA), compute-sanitizer on a small case, and
 # `detmoe bench --impl megakernel` when asked. Logs to $OUT.
 #   OUT=dir MK_FILTERS='...' MK_SANITIZE=1 MK_BENCH=1|first MK_BENCH_ARGS='--routing balanced --trace' \
-#     MK_KNOBS='0:0,16:0,0:512' perf/megakernel_device_run.sh
+#     MK_KNOBS='0:0,16:0,0:512' MK_SANITIZE_TOOLS='memcheck racecheck synccheck' \
+#     MK_SANITIZE_FILTER='MegakernelCombine.*' perf/megakernel_device_run.sh
 # Each refused machine start costs device time: batch everything into one call.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -64,11 +65,11 @@ log=$OUT/megakernel-run.log
       --benchmark_out="$OUT/knobs.json" --benchmark_out_format=json 2>&1 | grep -E "megakernel/|detmoe_perf" | cut -c1-150
   fi
   if [ "${MK_SANITIZE:-1}" = 1 ] && [ "$(left)" -gt 100 ]; then
-    for tool in memcheck racecheck; do
+    for tool in ${MK_SANITIZE_TOOLS:-memcheck racecheck}; do
       [ "$(left)" -lt 95 ] && break
       step compute-sanitizer $tool on a small case
       timeout 90 compute-sanitizer --tool $tool --error-exitcode 9 $mk \
-        --gtest_filter='MegakernelCombine.*' >"$OUT/sanitizer-$tool.log" 2>&1
+        --gtest_filter="${MK_SANITIZE_FILTER:-MegakernelCombine.*}" >"$OUT/sanitizer-$tool.log" 2>&1
       echo "$tool exit $?"; tail -4 "$OUT/sanitizer-$tool.log"
     done
   fi
