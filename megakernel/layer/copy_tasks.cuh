@@ -137,18 +137,10 @@ DETMOE_DEVICE void place_and_dispatch(const LayerParams& p, const LaunchContext&
   copy_barrier();  // hist lives in warpgroup 0's staging slab: read out before its next epilogue
 }
 
-// Element v of eight packed bf16 values, as fp32 (shifts: no address taken, so the vector stays
-// in registers).
-DETMOE_DEVICE float bf16_lane(const uint4& r, int v) {
-  const uint32_t word = v < 2 ? r.x : v < 4 ? r.y : v < 6 ? r.z : r.w;
-  return __uint_as_float(v % 2 == 0 ? word << 16 : word & 0xFFFF0000u);
-}
-
 // Level 3: out[t] = bf16(Σ_j fma(w[t,j], y[t,j]) + s[t]) for kSumChunkTokens of rank s's tokens,
 // the reference's order element by element (contract_combine_step), so it compares bitwise. The
 // y rows were written by GEMM2's epilogue straight into y_slots(s) (the caller's y when asked).
-DETMOE_DEVICE void weighted_sum(const LayerParams& p, const LaunchContext& ctx, const Task& task, int32_t s, int* flag,
-                                  const uint8_t* stage_base) {
+DETMOE_DEVICE void weighted_sum(const LayerParams& p, const LaunchContext& ctx, const Task& task, int32_t s, int* flag) {
   const int tid = static_cast<int>(threadIdx.x) - 128;
   const int warp = tid / 32;
   const uint32_t lane = ptx::lane_id();
@@ -173,56 +165,30 @@ DETMOE_DEVICE void weighted_sum(const LayerParams& p, const LaunchContext& ctx, 
   if (*flag == 0) return;
   const RankTensors& rt = p.rank[s];
   const uint16_t* slots = y_slots(p, s);
-  // A lane's items are (column piece cp, slot j) in the order of the sum: piece cp covers columns
-  // 8·(lane + 32·cp) … +7, and slots are added j = 0, 1, … per element (the contract's order). It
-  // copies kSumBatch items at a time into its warp's 4 KB of the staging slabs with cp.async (no
-  // registers held while in flight), then adds them from shared memory. One register load per
-  // slot kept about one load in flight per lane: the sum ran at ≈ 1.3 TB/s (gpt-oss: 0.23 ms
-  // after GEMM2's last tile).
-  constexpr int kSumBatch = 8;  // 8 × 16 B × 32 lanes = 4 KB per warp; 8 warps: the 4 slabs
-  const uint32_t stash = ptx::smem_u32(stage_base) + static_cast<uint32_t>(warp) * 4096u + lane * 16u;
-  const int32_t pieces = div_up(p.H / 8 - static_cast<int32_t>(lane), 32);  // this lane's column pieces
-  const int32_t items = pieces * p.k;
   for (int32_t tt = warp; tt < n; tt += kCopyWarps) {
     const int64_t t = t0 + tt;
-    const uint16_t* yt = slots + t * p.k * p.H;
-    const float* wt = rt.topk_w + t * p.k;
-    uint16_t* out_row = rt.out + t * p.H;
-    float acc[8];
+    for (int32_t c = static_cast<int32_t>(lane) * 8; c < p.H; c += 256) {
+      float acc[8];
 #pragma unroll
-    for (int v = 0; v < 8; ++v) acc[v] = 0.0f;
-    for (int32_t q0 = 0; q0 < items; q0 += kSumBatch) {
+      for (int v = 0; v < 8; ++v) acc[v] = 0.0f;
+      for (int32_t j = 0; j < p.k; ++j) {
+        const float w = __ldg(rt.topk_w + t * p.k + j);
+        const uint4 raw = __ldcg(reinterpret_cast<const uint4*>(slots + (t * p.k + j) * p.H + c));
+        const uint16_t* y = reinterpret_cast<const uint16_t*>(&raw);
 #pragma unroll
-      for (int i = 0; i < kSumBatch; ++i) {
-        const int32_t q = q0 + i, cp = q / p.k, j = q % p.k;
-        if (q < items) ptx::cp_async_16(stash + i * 512u, yt + static_cast<int64_t>(j) * p.H + 8 * (lane + 32 * cp));
+        for (int v = 0; v < 8; ++v) acc[v] = contract_combine_step(acc[v], w, float_from_bf16_bits(y[v]));
       }
-      ptx::cp_async_commit();
-      ptx::cp_async_wait_all();
-#pragma unroll 1
-      for (int i = 0; i < kSumBatch && q0 + i < items; ++i) {
-        const int32_t q = q0 + i, cp = q / p.k, j = q % p.k;
-        const uint4 raw = ptx::ld_shared_v4(stash + i * 512u);
-        const float w = __ldg(wt + j);
+      if (p.Fs > 0) {
+        const uint4 raw = __ldcg(reinterpret_cast<const uint4*>(p.ws.s + (static_cast<int64_t>(s) * p.T + t) * p.H + c));
+        const uint16_t* sv = reinterpret_cast<const uint16_t*>(&raw);
 #pragma unroll
-        for (int v = 0; v < 8; ++v) acc[v] = contract_combine_step(acc[v], w, bf16_lane(raw, v));
-        if (j + 1 < p.k) continue;
-        // The piece's last slot: add the shared expert, round, store, start the next piece.
-        const int32_t c = 8 * (static_cast<int32_t>(lane) + 32 * cp);
-        if (p.Fs > 0) {
-          const int64_t at = (static_cast<int64_t>(s) * p.T + t) * p.H + c;
-          const uint4 sraw = __ldcg(reinterpret_cast<const uint4*>(p.ws.s + at));
-#pragma unroll
-          for (int v = 0; v < 8; ++v) acc[v] = acc[v] + bf16_lane(sraw, v);
-        }
-        uint32_t o[4];
-#pragma unroll
-        for (int h = 0; h < 4; ++h) {
-          o[h] = bf16_bits_from_float(acc[2 * h]) | static_cast<uint32_t>(bf16_bits_from_float(acc[2 * h + 1])) << 16;
-          acc[2 * h] = acc[2 * h + 1] = 0.0f;
-        }
-        *reinterpret_cast<uint4*>(out_row + c) = make_uint4(o[0], o[1], o[2], o[3]);
+        for (int v = 0; v < 8; ++v) acc[v] = acc[v] + float_from_bf16_bits(sv[v]);
       }
+      uint4 packed;
+      uint16_t* o = reinterpret_cast<uint16_t*>(&packed);
+#pragma unroll
+      for (int v = 0; v < 8; ++v) o[v] = bf16_bits_from_float(acc[v]);
+      *reinterpret_cast<uint4*>(rt.out + t * p.H + c) = packed;
     }
   }
 }

@@ -106,7 +106,7 @@ DETMOE_DEVICE void run_consumer_tasks(const LayerParams& p, const LaunchContext&
         place_and_dispatch(p, ctx, role.rank, task.index, hist, flag);
         break;
       case Phase::kSum:
-        weighted_sum(p, ctx, task, role.rank, flag, smem.staging(0, 0));  // the 4 slabs: 32 KB
+        weighted_sum(p, ctx, task, role.rank, flag);
         break;
       default: {
         // After an abort the producer fills stages without data; the epilogue still runs (it

@@ -32,13 +32,4 @@ DETMOE_DEVICE void setmaxnreg_dec() {
   asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(kRegs));
 }
 
-// Asynchronous 16-byte global → shared copies (cp.async, L2 only: the rows were written by other
-// CTAs). They hold no registers while in flight; a thread waits for its own groups and may then
-// read what it copied without a barrier.
-DETMOE_DEVICE void cp_async_16(uint32_t smem_addr, const void* gmem) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(smem_addr), "l"(gmem) : "memory");
-}
-DETMOE_DEVICE void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-DETMOE_DEVICE void cp_async_wait_all() { asm volatile("cp.async.wait_group 0;" ::: "memory"); }
-
 }  // namespace detmoe::ptx
