@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# A/B in one device call: build several source trees of the megakernel side by side and time them
+# alternately in the same run (same GPU, same clocks), so a change's effect is not confused with
+# the machine's drift between calls (the PyTorch baseline itself moved 2–6 % between two calls).
+#   OUT=dir AB_TREES='new=.lead base=.lead_base' AB_SHAPES=gpt-oss-120b,mixtral-8x7b AB_ROUNDS=2 \
+#     AB_REPRO='--T 32 --H 2880 --F 2880 --E 16 --k 4 --Fs 128' AB_MEMCHECK=1 perf/megakernel_ab.sh
+# Each tree is a `git archive` of one commit; .devdeps (from the current directory) is linked into
+# each. AB_REPRO: a custom shape run once per tree with `detmoe verify --impl megakernel
+# --forward-only --no-oracle`, the first tree's under compute-sanitizer memcheck when AB_MEMCHECK=1.
+set -uo pipefail
+OUT=${OUT:?}
+mkdir -p "$OUT"
+trees=${AB_TREES:?}
+jobs=$(( $(nproc) / $(echo "$trees" | wc -w) ))
+deps=$PWD/.devdeps
+for spec in $trees; do
+  name=${spec%%=*}; dir=${spec#*=}
+  ( ln -sfn "$deps" "$dir/.devdeps"
+    cd "$dir" && source ci/device-env.sh &&
+      cmake -S . -B build-ab -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$deps/usr" \
+        -DCMAKE_LIBRARY_PATH="$deps/usr/lib/x86_64-linux-gnu" -DNCCL_ROOT="$DETMOE_NCCL_ROOT" >/dev/null &&
+      ninja -C build-ab -j"$jobs" detmoe detmoe_perf_layer detmoe_layer_test >"$OUT/build-$name.log" 2>&1
+    echo "build $name exit $?" ) &
+done
+wait
+first=${trees%% *}; source "${first#*=}/ci/device-env.sh"
+for spec in $trees; do
+  name=${spec%%=*}; dir=${spec#*=}
+  [ -n "${AB_REPRO:-}" ] || break
+  pre=(); [ "${AB_MEMCHECK:-0}" = 1 ] && [ "$spec" = "$first" ] && pre=(compute-sanitizer --tool memcheck --error-exitcode 9)
+  timeout 150 "${pre[@]}" "$dir/build-ab/detmoe" verify --impl megakernel --forward-only --no-oracle $AB_REPRO \
+    >"$OUT/repro-$name.log" 2>&1
+  echo "repro $name exit $?"; grep -E "Invalid|ERROR SUMMARY|rror|PASS|FAIL|at 0x" "$OUT/repro-$name.log" | head -12
+done
+for round in $(seq 1 "${AB_ROUNDS:-2}"); do
+  for spec in $trees; do
+    name=${spec%%=*}; dir=${spec#*=}
+    timeout 200 "$dir/build-ab/perf/detmoe_perf_layer" --impls=megakernel --routings=balanced \
+      --shapes="${AB_SHAPES:-gpt-oss-120b,mixtral-8x7b}" --timed=20 ${AB_BENCH_ARGS:-} \
+      --benchmark_counters_tabular=true --benchmark_out="$OUT/ab-$name-$round.json" --benchmark_out_format=json \
+      >"$OUT/ab-$name-$round.log" 2>&1
+    echo "round $round $name (median ms): $(grep -E '^megakernel/' "$OUT/ab-$name-$round.log" | awk '{print $1, $8}' | tr '\n' ' ')"
+  done
+done
