@@ -21,13 +21,9 @@ struct RaggedCoords {
   int32_t z;
 };
 
-// A box with no row inside [row, end) gets z = 0: every row is still out of bounds (y = box_rows)
-// and the box's start stays inside the buffer. With z = row at the buffer's end the H200 raised
-// an illegal-address fault on the TMA load, though no element was in bounds (seen for GEMM1's
-// 64-row quarters past F, 2026-12-02).
 DETMOE_DEVICE RaggedCoords ragged_coords(int32_t row, int32_t end, int32_t box_rows) {
   const int32_t valid = min(max(end - row, 0), box_rows);
-  return {box_rows - valid, valid > 0 ? row + valid : 0};
+  return {box_rows - valid, row + valid};
 }
 
 }  // namespace detmoe::gemm

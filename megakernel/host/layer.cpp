@@ -167,11 +167,10 @@ Status Layer::forward(const LayerForwardArgs& args, cudaStream_t stream) {
     p.rank[r] = mk::RankTensors{in.x, in.topk_idx, in.topk_w, out.out, out.y};
     mk::RankMaps& rm = p.rank_maps[r];
     DETMOE_RETURN_IF_ERROR(encode(rm.x, in.x, sh.T, sh.H, 128));
-    // 64-row boxes: GEMM1 loads gate and up in quarters (mk::produce_tile).
-    DETMOE_RETURN_IF_ERROR(encode(rm.w_gate_up, in.w_gate_up, epr * 2 * sh.F, sh.H, 64));
+    DETMOE_RETURN_IF_ERROR(encode(rm.w_gate_up, in.w_gate_up, epr * 2 * sh.F, sh.H, 128));
     DETMOE_RETURN_IF_ERROR(encode(rm.w_down, in.w_down, epr * sh.H, sh.F, 256));
     if (sh.Fs > 0) {
-      DETMOE_RETURN_IF_ERROR(encode(rm.ws_gate_up, in.ws_gate_up, 2 * sh.Fs, sh.H, 64));
+      DETMOE_RETURN_IF_ERROR(encode(rm.ws_gate_up, in.ws_gate_up, 2 * sh.Fs, sh.H, 128));
       DETMOE_RETURN_IF_ERROR(encode(rm.ws_down, in.ws_down, sh.H, sh.Fs, 256));
     }
   }
