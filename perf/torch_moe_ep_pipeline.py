@@ -20,7 +20,6 @@ Writes (rank 0) {"schema": "detmoe.torch_ep_pipeline/1", "torch", "gpu", "world_
 "results": [{"shape", "routing", "pass", "median_ms" (max over ranks of each rank's median),
 "rank_median_ms", "tflops" (per GPU), "timed"}]}.
 """
-import argparse
 import json
 import os
 import sys
@@ -30,7 +29,7 @@ import torch.distributed as dist
 import torch.distributed.nn.functional as dist_fn
 import torch.nn.functional as F
 
-from torch_moe_pipeline import SHAPES, make_routing, time_steps
+from torch_moe_pipeline import SHAPES, make_routing, parse_pipeline_args, time_steps
 
 
 def a2a(x, out_splits, in_splits):
@@ -102,14 +101,7 @@ def run_case(name, routing, timed, seed, flush, passes, P):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--shapes", default=",".join(SHAPES))
-    ap.add_argument("--routings", default="balanced,zipf1")
-    ap.add_argument("--timed", type=int, default=20)
-    ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--passes", default="fwd,fwd+bwd")
-    ap.add_argument("--json", required=True)
-    args = ap.parse_args()
+    args = parse_pipeline_args(__doc__.splitlines()[0])
     if os.environ.get("NCCL_NVLS_ENABLE") != "0":
         raise SystemExit("set NCCL_NVLS_ENABLE=0 (multicast objects are not to be created on these machines)")
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))

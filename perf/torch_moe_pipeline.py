@@ -117,15 +117,20 @@ def run_case(name, routing, timed, seed, flush, passes):
     return results
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def parse_pipeline_args(description):
+    """The command line shared by this script and torch_moe_ep_pipeline.py."""
+    ap = argparse.ArgumentParser(description=description)
     ap.add_argument("--shapes", default=",".join(SHAPES))
     ap.add_argument("--routings", default="balanced,zipf1")
     ap.add_argument("--timed", type=int, default=20)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--passes", default="fwd,fwd+bwd", help="which of fwd, fwd+bwd to time")
     ap.add_argument("--json", required=True)
-    args = ap.parse_args()
+    return ap.parse_args()
+
+
+def main():
+    args = parse_pipeline_args(__doc__.splitlines()[0])
     if not torch.cuda.is_available():
         print("torch_moe_pipeline: no CUDA device", file=sys.stderr)
         return 3
