@@ -11,6 +11,7 @@
 #include <cstdint>
 
 #include "detmoe/gemm.h"
+#include "megakernel/gemm/band_order.h"
 #include "megakernel/gemm/params.cuh"
 #include "megakernel/ptx/common.cuh"
 
@@ -26,22 +27,6 @@ struct Tile {
 };
 
 DETMOE_DEVICE int32_t ceil_div(int32_t a, int32_t b) { return (a + b - 1) / b; }
-
-// Tile `local` of an m_blocks × n_blocks grid numbered in bands of band_rows m-blocks, m fastest
-// inside a band: the tiles running at once share a few B panels and A rows in L2 (the fused
-// layer found m-major order re-reading each expert's weights once per m-block from HBM).
-struct BandCoords {
-  int32_t m_block;
-  int32_t n_block;
-};
-DETMOE_DEVICE BandCoords band_coords(int64_t local, int32_t m_blocks, int32_t n_blocks, int32_t band_rows) {
-  const int64_t band_tiles = static_cast<int64_t>(band_rows) * n_blocks;
-  const int32_t band = static_cast<int32_t>(local / band_tiles);
-  const int32_t in_band = static_cast<int32_t>(local - band * band_tiles);
-  const int32_t band_first = band * band_rows;
-  const int32_t rows = min(band_rows, m_blocks - band_first);
-  return {band_first + in_band % rows, in_band / rows};
-}
 
 template <Layout kLayout, class Cfg>
 class TileScheduler {

@@ -41,24 +41,34 @@ DETMOE_DEVICE GemmTask describe_gemm_task(const LayerParams& p, const Task& task
   g.epilogue = gemm1 ? TileEpilogue::kSwiGLU : routed ? TileEpilogue::kScatterRows : TileEpilogue::kStore;
   const int32_t width = gemm1 ? kGemm1Cols : kGemm2Cols;
   const int32_t n_cols = gemm1 ? (routed ? p.F : p.Fs) : p.H;
-  // The GEMM core's band order: consecutive tiles walk band_mblocks m-blocks before the next
-  // column block (L2 reuse of each expert's weights), so a band's m-blocks finish GEMM1
-  // together and their GEMM2 tiles can start (LayerConfig::overlap_rows). Only the order moves.
-  const int32_t row_blocks = routed ? list.mblocks() : p.token_mblocks;
-  const gemm::BandCoords bc = gemm::band_coords(task.index, row_blocks, div_up(n_cols, width), p.band_mblocks);
-  const int32_t row_block = bc.m_block;
-  const int32_t col0 = bc.n_block * width;
+  // Band order, bands cut inside each expert: a routed phase's tasks are numbered expert by
+  // expert (expert e's mb_e m-blocks × n_blocks tiles at [A_e·n_blocks, A_{e+1}·n_blocks), A the
+  // rank's m-block offsets), and inside an expert in bands of ≤ band_mblocks m-blocks (m
+  // fastest, gemm::balanced_band_coords). The tasks that share an expert's weight panel are then
+  // consecutive — running at once on neighbouring CTAs, one HBM read in L2 for all of them — and
+  // no panel is split between two bands: a band crossing an expert boundary read the straddling
+  // expert's panels twice (ncu, gpt-oss: ≈ 14 GB from HBM per launch for 6.4 GB of weights).
+  // A band's m-blocks finish GEMM1 together, after which their GEMM2 tiles can start
+  // (LayerConfig::overlap_rows). Only the order moves, never a bit.
+  const int32_t n_blocks = div_up(n_cols, width);
+  int32_t row_block, col0;
   g.out_cols = n_cols;
-  g.tile.col0 = col0;
   g.tile.up_row = -1;
   g.tile.up_end = -1;
 
   int32_t rows_begin, rows_end, m0;  // rows of the symmetric buffers (all ranks)
   if (routed) {
-    const int32_t mb = list.mblock_first() + row_block;
-    const int32_t e = walker.expert_of(mb);
+    // A_e ≤ ⌊index / n_blocks⌋ < A_{e+1} exactly when index is one of expert e's tasks.
+    const int32_t e = walker.expert_of(list.mblock_first() + task.index / n_blocks);
+    const int32_t e_mblock0 = __ldcg(p.ws.mblock_offset + e);
+    const int32_t e_mblocks = __ldcg(p.ws.mblock_offset + e + 1) - e_mblock0;
+    const gemm::BandCoords bc = gemm::balanced_band_coords(
+        task.index - (e_mblock0 - list.mblock_first()) * n_blocks, e_mblocks, n_blocks, p.band_mblocks);
+    row_block = e_mblock0 - list.mblock_first() + bc.m_block;
+    col0 = bc.n_block * width;
+    g.tile.col0 = col0;
     const int32_t first = __ldcg(p.ws.expert_offset + e), count = __ldcg(p.ws.expert_offset + e + 1) - first;
-    m0 = (mb - __ldcg(p.ws.mblock_offset + e)) * kRowsPerMBlock;
+    m0 = bc.m_block * kRowsPerMBlock;
     rows_begin = r * p.capacity + first - __ldcg(p.ws.rank_row_begin + r);
     rows_end = rows_begin + count;
     const int32_t el = e - r * p.experts_per_rank;
@@ -92,6 +102,10 @@ DETMOE_DEVICE GemmTask describe_gemm_task(const LayerParams& p, const Task& task
       g.wait_site = {task.id, CounterKind::kGemm1Done, static_cast<uint32_t>(r), row_block};
     }
   } else {
+    const gemm::BandCoords bc = gemm::band_coords(task.index, p.token_mblocks, n_blocks, p.band_mblocks);
+    row_block = bc.m_block;
+    col0 = bc.n_block * width;
+    g.tile.col0 = col0;
     m0 = row_block * kRowsPerMBlock;
     rows_begin = r * p.T;
     rows_end = rows_begin + p.T;

@@ -150,10 +150,10 @@ class TaskList {
 };
 
 // Maps the rank's m-blocks to experts by walking the m-block offsets from the last answer, back
-// or forward: tiles come in bands of LayerParams::band_mblocks m-blocks (gemm::band_coords) and
-// phases restart at the rank's first m-block, so each step usually moves over a few experts
-// (loads, not a search); a longer jump back falls to a binary search. Any answer path gives the
-// same expert.
+// or forward: consecutive tasks of a CTA are a fixed stride apart in the list, a few experts at
+// most (routed tasks are numbered expert by expert, describe_gemm_task), and a phase restarts at
+// the rank's first m-block; each step is a few loads, and a longer jump back falls to a binary
+// search. Any answer path gives the same expert.
 class ExpertWalker {
  public:
   DETMOE_DEVICE ExpertWalker(const LayerParams& p, int32_t rank)

@@ -1,14 +1,19 @@
 // Host side of the fused layer (runs without a GPU): workspace sizing, the megakernel's limits,
 // task ids, and the decoding of the device fault record into a Status that names the task,
 // counter and values.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "detmoe/config.h"
 #include "detmoe/layer.h"
+#include "megakernel/gemm/band_order.h"
 #include "megakernel/host/layer_sizes.h"
 #include "support/gpu.h"
 
@@ -138,6 +143,59 @@ TEST(LayerSchedule, BandMBlocksFollowOverlapRows) {
                                std::pair{256, 2}, std::pair{300, 2}, std::pair{1024, 8}, std::pair{4096, 32}}) {
     c.overlap_rows = rows;
     EXPECT_EQ(band_mblocks(c), mblocks) << "overlap_rows " << rows;
+  }
+}
+
+// The band orders of the GEMM tasks (gemm/band_order.h, the same functions the kernels call):
+// each numbers every tile of the m_blocks × n_blocks grid exactly once, m fastest inside a band,
+// and the balanced order's bands are ≤ band_rows high and differ by at most one m-block.
+TEST(LayerSchedule, BandOrdersAreBijectionsWithBalancedBands) {
+  for (int32_t m_blocks : {1, 2, 4, 5, 7, 8, 9, 16, 17, 33}) {
+    for (int32_t n_blocks : {1, 3, 12, 23}) {
+      for (int32_t band_rows : {1, 2, 3, 8, 32}) {
+        const std::string where = fmt::format("m_blocks {} n_blocks {} band_rows {}", m_blocks, n_blocks, band_rows);
+        const int32_t tiles = m_blocks * n_blocks;
+        std::vector<int> seen_plain(tiles, 0), seen_balanced(tiles, 0);
+        std::vector<int32_t> heights;
+        int32_t band_begin = 0, band_tile0 = 0;
+        for (int32_t i = 0; i <= tiles; ++i) {
+          const bool end = i == tiles;
+          const gemm::BandCoords b = end ? gemm::BandCoords{m_blocks, 0}
+                                         : gemm::balanced_band_coords(i, m_blocks, n_blocks, band_rows);
+          // A band is the run of tiles from one m-block to the end of its column n_blocks − 1.
+          if (i > 0 && (end || (b.n_block == 0 && b.m_block != band_begin &&
+                                gemm::balanced_band_coords(i - 1, m_blocks, n_blocks, band_rows).n_block ==
+                                    n_blocks - 1))) {
+            const int32_t h = (i - band_tile0) / n_blocks;
+            ASSERT_EQ(h * n_blocks, i - band_tile0) << where << ": band of " << i - band_tile0 << " tiles";
+            for (int32_t t = band_tile0; t < i; ++t) {
+              const gemm::BandCoords c = gemm::balanced_band_coords(t, m_blocks, n_blocks, band_rows);
+              EXPECT_EQ(c.m_block, band_begin + (t - band_tile0) % h) << where << " tile " << t;  // m fastest
+              EXPECT_EQ(c.n_block, (t - band_tile0) / h) << where << " tile " << t;
+            }
+            heights.push_back(h);
+            band_begin += h;
+            band_tile0 = i;
+          }
+          if (end) break;
+          const gemm::BandCoords a = gemm::band_coords(i, m_blocks, n_blocks, band_rows);
+          ASSERT_TRUE(a.m_block >= 0 && a.m_block < m_blocks && a.n_block >= 0 && a.n_block < n_blocks) << where;
+          ++seen_plain[a.m_block * n_blocks + a.n_block];
+          ASSERT_TRUE(b.m_block >= 0 && b.m_block < m_blocks && b.n_block >= 0 && b.n_block < n_blocks) << where;
+          ++seen_balanced[b.m_block * n_blocks + b.n_block];
+        }
+        for (int32_t t = 0; t < tiles; ++t) {
+          EXPECT_EQ(seen_plain[t], 1) << where << " tile " << t;
+          EXPECT_EQ(seen_balanced[t], 1) << where << " tile " << t;
+        }
+        if (n_blocks == 1) continue;  // one column: bands cannot be told apart, and do not matter
+        EXPECT_EQ(static_cast<int32_t>(heights.size()), (m_blocks + band_rows - 1) / band_rows) << where;
+        EXPECT_LE(*std::max_element(heights.begin(), heights.end()), band_rows) << where;
+        EXPECT_LE(*std::max_element(heights.begin(), heights.end()) - *std::min_element(heights.begin(), heights.end()),
+                  1)
+            << where;
+      }
+    }
   }
 }
 
