@@ -103,6 +103,7 @@ WorkspaceLayout layout_workspace(uintptr_t base, const Shape& shape, const Layer
   Carver c(base);
   Workspace& ws = out.ws;
   ws.launch_state = c.take<unsigned int>(2);
+  ws.tickets = c.take<unsigned int>(2 * shape.P);
   ws.bad_key = c.take<unsigned long long>(1);
   ws.barriers = c.take<unsigned long long>(kPlanBarriers);
   ws.error = c.take<DeviceErrorRecord>(1);

@@ -26,6 +26,7 @@
 #include "megakernel/layer/plan_phases.cuh"
 #include "megakernel/layer/sync.cuh"
 #include "megakernel/layer/task_list.cuh"
+#include "megakernel/layer/task_ring.cuh"
 #include "megakernel/layer/trace.cuh"
 #include "megakernel/ptx/common.cuh"
 #include "megakernel/ptx/tma.cuh"
@@ -42,15 +43,21 @@ static_assert(kPlanChunkTokens <= kRowsPerMBlock, "a chunk's rows of one expert 
 inline constexpr uint32_t kProducerRegisters = 64;
 inline constexpr uint32_t kConsumerRegisters = 216;
 
-// The producer thread: GEMM tasks only.
+// The producer thread: takes the CTA's tasks (tickets, task_ring.cuh), hands each to the
+// consumers, and streams the GEMM tasks' k-blocks.
 DETMOE_DEVICE void run_producer_tasks(const LayerParams& p, const LaunchContext& ctx, const Smem& smem,
-                                      const Pipe& pipe) {
+                                      const Pipe& pipe, TaskRing ring) {
   const CtaRole role = cta_role(p);
   const TaskList list(p, role.rank, role.phases);
   ExpertWalker walker(p, role.rank);
+  unsigned int* tickets = ticket_counter(p, role.rank, role.phases == kCommPhases);
+  const int32_t total = list.total();
   Stage st;
   bool aborted = false;
-  for (int32_t i = role.member; i < list.total(); i += role.members) {
+  for (;;) {
+    const int32_t i = take_ticket(tickets, total);
+    ring.push(i);
+    if (i < 0) break;
     const Task task = list.at(i);
     if (task.phase == Phase::kDispatch || task.phase == Phase::kSum) continue;
     const GemmTask g = describe_gemm_task(p, task, role.rank, list, walker);
@@ -65,7 +72,7 @@ DETMOE_DEVICE void run_producer_tasks(const LayerParams& p, const LaunchContext&
 
 // The two consumer warpgroups.
 DETMOE_DEVICE void run_consumer_tasks(const LayerParams& p, const LaunchContext& ctx, const Smem& smem,
-                                      const Pipe& pipe, int* flag) {
+                                      const Pipe& pipe, TaskRing ring, int* flag) {
   const int wg = static_cast<int>(threadIdx.x / 128) - 1;
   const bool issuer = threadIdx.x % 128 == 0;
   const CtaRole role = cta_role(p);
@@ -97,7 +104,9 @@ DETMOE_DEVICE void run_consumer_tasks(const LayerParams& p, const LaunchContext&
     }
     pending_phase = Phase::kDone;
   };
-  for (int32_t i = role.member; i < list.total(); i += role.members) {
+  for (;;) {
+    const int32_t i = ring.pop();
+    if (i < 0) break;
     const Task task = list.at(i);
     TaskTracer::start(p);
     if (task.phase != pending_phase) flush();
@@ -151,11 +160,14 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) layer_forward_kernel(const _
   __shared__ uint32_t epoch_shared;
   __shared__ int flag_shared;
   __shared__ int copy_flag_shared;
+  __shared__ TaskRingStorage ring_shared;
   const Smem smem = Smem::from_dynamic(smem_raw);
   const Pipe pipe{smem.full_barriers(), smem.empty_barriers()};
+  const TaskRing ring(&ring_shared);
   if (threadIdx.x == 0) {
     epoch_shared = ld_relaxed_u32(p.ws.launch_state);
-    pipe.init();
+    ring.init();
+    pipe.init();  // its fence.mbarrier_init covers the ring's barriers too
   }
   __syncthreads();
   const LaunchContext ctx{epoch_shared, p.ws.error, p.timeout_ns, p.force_timeout_task};
@@ -172,11 +184,11 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) layer_forward_kernel(const _
     const int warpgroup = static_cast<int>(ptx::warp_id_uniform() / 4);
     if (warpgroup == 0) {
       ptx::setmaxnreg_dec<kProducerRegisters>();
-      if (threadIdx.x == 0) run_producer_tasks(p, ctx, smem, pipe);
+      if (threadIdx.x == 0) run_producer_tasks(p, ctx, smem, pipe, ring);
       __syncwarp();  // warp 0 reaches the CTA barrier below converged (bar.sync is .aligned)
     } else {
       ptx::setmaxnreg_inc<kConsumerRegisters>();
-      run_consumer_tasks(p, ctx, smem, pipe, &copy_flag_shared);
+      run_consumer_tasks(p, ctx, smem, pipe, ring, &copy_flag_shared);
     }
   }
   TaskTracer::finish(p);

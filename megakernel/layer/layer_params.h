@@ -80,6 +80,7 @@ struct Workspace {
   unsigned long long* bad_key;   // [1] smallest bad (token, slot) key; all ones = none
   unsigned long long* barriers;  // [kPlanBarriers] epoch-tagged
   unsigned int* launch_state;    // [0] epoch of the running launch, [1] CTAs finished
+  unsigned int* tickets;         // [P, 2] tasks taken of each (rank, role) list (task_ring.cuh)
   DeviceErrorRecord* error;
 
   // Symmetric buffers, rank r at + r·stride.

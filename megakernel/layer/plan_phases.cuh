@@ -175,6 +175,8 @@ DETMOE_DEVICE bool run_plan(const LayerParams& p, const LaunchContext& ctx, int*
   const int global_warp = blockIdx.x * kPlanWarps + warp;
   const int warps = gridDim.x * kPlanWarps;
   const int32_t chunks = p.P * p.chunks_per_rank;
+  // The task tickets of this launch start at 0; nobody takes one before the last barrier.
+  if (blockIdx.x == 0 && threadIdx.x < 2 * p.P) p.ws.tickets[threadIdx.x] = 0;
   for (int32_t c = global_warp; c < chunks; c += warps) plan_count_chunk(p, c, scratch + warp * p.E);
   if (!grid_barrier(ctx, p.ws.barriers + 0, 0, flag)) return false;
   if (blockIdx.x == 0 && threadIdx.x == 0) report_bad_input(p, ctx);

@@ -12,10 +12,11 @@
 //            shared GEMM2     per (128 tokens, 256 columns of H)
 //   level 3  weighted sum     per kSumChunkTokens of the rank's tokens
 //
-// The rank's CTA slice (loopback: CTAs [⌈r·G/P⌉, ⌈(r+1)·G/P⌉)) takes the tasks round robin; with
-// LayerConfig::comm_sms the slice is split into a data-movement group and a GEMM group, each
-// taking its own phases of the list round robin (cta_role). Who runs a task changes only speed:
-// each task's result depends on the plan and inputs alone.
+// The rank's CTA slice (loopback: CTAs [⌈r·G/P⌉, ⌈(r+1)·G/P⌉)) takes the tasks in list order,
+// one ticket at a time (task_ring.cuh); with LayerConfig::comm_sms the slice is split into a
+// data-movement group and a GEMM group, each taking its own phases of the list from its own
+// ticket counter (cta_role). Who runs a task changes only speed: each task's result depends on
+// the plan and inputs alone.
 #pragma once
 
 #include <cstdint>
@@ -53,12 +54,11 @@ inline constexpr uint32_t kGemmPhases = phase_bit(Phase::kGemm1) | phase_bit(Pha
                                         phase_bit(Phase::kGemm2) | phase_bit(Phase::kSharedGemm2);
 inline constexpr uint32_t kAllPhases = kCommPhases | kGemmPhases;
 
-// Which tasks of its rank's list this CTA runs: those of `phases`, numbered in list order, task
-// j of them going to member j mod members. Producer and consumers derive it alike.
+// Which tasks of its rank's list this CTA may run: those of `phases`, numbered in list order;
+// the CTAs of a (rank, role) take them one at a time, in that order, from the role's ticket
+// counter (task_ring.cuh).
 struct CtaRole {
   int32_t rank;
-  int32_t member;   // index of this CTA among the slice's CTAs of the same role
-  int32_t members;  // CTAs of the slice with this role (≥ 1)
   uint32_t phases;  // phase set of the role
 };
 
@@ -68,7 +68,8 @@ struct CtaRole {
 //
 // Progress (no deadlock) survives the split, by the levels argument of the list:
 //   (1) each task has exactly one owner: the two groups' phase sets partition the list and each
-//       group deals its sub-list round robin;
+//       group's CTAs take its sub-list by tickets, in list order, so a task below any taken one
+//       is taken too;
 //   (2) every CTA runs its tasks in list order, i.e. by level (its producer may run ahead of its
 //       consumers, never behind);
 //   (3) a task waits only on tasks of lower levels: dispatch never waits; GEMM1 waits on
@@ -84,8 +85,8 @@ struct CtaRole {
 DETMOE_DEVICE CtaRole cta_role(const LayerParams& p) {
   const RankSlice slice = rank_slice(p.P);
   const int32_t comm = comm_ctas_in_slice(p.comm_ctas_per_rank, slice.size);
-  if (slice.member < comm) return {slice.rank, slice.member, comm, kCommPhases};
-  return {slice.rank, slice.member - comm, slice.size - comm, comm > 0 ? kGemmPhases : kAllPhases};
+  if (slice.member < comm) return {slice.rank, kCommPhases};
+  return {slice.rank, comm > 0 ? kGemmPhases : kAllPhases};
 }
 
 struct Task {

@@ -1,0 +1,93 @@
+// Dynamic task assignment inside a rank's slice: the CTAs of a (rank, role) take the next task
+// number of their list from one global ticket counter (atomicAdd), so tasks start in list order
+// whatever each task took to run. A static deal (task j to CTA j mod members) let CTAs drift
+// apart when tiles differ in length, and the CTAs sharing an expert's weight panel — consecutive
+// tasks — then read it from HBM at different times (ncu, docs/PERF.md step 5). With tickets
+// the tasks running at once are always a window of consecutive tasks.
+//
+// Who runs a task still changes only speed: a task's result depends on its number alone. The
+// no-deadlock argument of the static deal (cta_role in task_list.cuh) holds unchanged: every
+// task has one owner, each CTA runs its tasks in increasing number (so by level), and a task
+// waits only on tasks of lower levels, which have lower numbers and were taken earlier by CTAs
+// that run them without waiting on anything higher.
+//
+// Inside the CTA the producer thread takes the tickets and hands each task number to the two
+// consumer warpgroups through a small ring in shared memory (mbarriers: full = 1 producer
+// arrival, empty = one arrival per consumer warp); −1 ends the list. The producer takes a ticket
+// only once the previous GEMM task's loads are issued, so it runs at most kTaskRing tasks ahead.
+#pragma once
+
+#include <cstdint>
+
+#include "megakernel/layer/layer_params.h"
+#include "megakernel/ptx/common.cuh"
+#include "megakernel/ptx/mbarrier.cuh"
+
+namespace detmoe::mk {
+
+inline constexpr int kTaskRing = 2;
+inline constexpr uint32_t kTaskRingConsumerWarps = 8;  // the two consumer warpgroups
+
+// Shared-memory state of the ring (static __shared__ in the kernel).
+struct TaskRingStorage {
+  uint64_t full[kTaskRing];
+  uint64_t empty[kTaskRing];
+  int32_t task[kTaskRing];
+};
+
+class TaskRing {
+ public:
+  DETMOE_DEVICE explicit TaskRing(TaskRingStorage* s) : s_(s) {}
+
+  // One thread, before the CTA barrier that precedes any use.
+  DETMOE_DEVICE void init() const {
+    for (int i = 0; i < kTaskRing; ++i) {
+      ptx::mbarrier_init(s_->full + i, 1);
+      ptx::mbarrier_init(s_->empty + i, kTaskRingConsumerWarps);
+    }
+  }
+
+  // Producer thread: hands task number `index` (−1: no more) to the consumers.
+  DETMOE_DEVICE void push(int32_t index) {
+    ptx::mbarrier_wait_parity(s_->empty + slot_, phase_ ^ 1u);
+    s_->task[slot_] = index;
+    ptx::mbarrier_arrive(s_->full + slot_);  // release: the write above is seen by the waiters
+    advance();
+  }
+
+  // Every consumer thread (all lanes of each consumer warp): the next task number, −1 at the end.
+  DETMOE_DEVICE int32_t pop() {
+    ptx::mbarrier_wait_parity(s_->full + slot_, phase_);
+    const int32_t index = *static_cast<volatile int32_t*>(s_->task + slot_);
+    __syncwarp();
+    if (ptx::lane_id() == 0) ptx::mbarrier_arrive(s_->empty + slot_);
+    advance();
+    return index;
+  }
+
+ private:
+  DETMOE_DEVICE void advance() {
+    if (++slot_ == kTaskRing) {
+      slot_ = 0;
+      phase_ ^= 1u;
+    }
+  }
+
+  TaskRingStorage* s_;
+  int32_t slot_ = 0;
+  uint32_t phase_ = 0;
+};
+
+// The ticket counter of (rank, role): tasks of the rank's list taken so far in this launch.
+// Reset to 0 by the plan (run_plan) before its first grid barrier.
+DETMOE_DEVICE unsigned int* ticket_counter(const LayerParams& p, int32_t rank, bool comm_role) {
+  return p.ws.tickets + 2 * rank + (comm_role ? 1 : 0);
+}
+
+// Producer thread: the next task number of its (rank, role) list, −1 when the list is done.
+DETMOE_DEVICE int32_t take_ticket(unsigned int* counter, int32_t total) {
+  const unsigned int i = atomicAdd(counter, 1u);
+  return i < static_cast<unsigned int>(total) ? static_cast<int32_t>(i) : -1;
+}
+
+}  // namespace detmoe::mk
