@@ -7,9 +7,18 @@
 # Each tree is a `git archive` of one commit; .devdeps (from the current directory) is linked into
 # each. AB_REPRO: a custom shape run once per tree with `detmoe verify --impl megakernel
 # --forward-only --no-oracle`, the first tree's under compute-sanitizer memcheck when AB_MEMCHECK=1.
+# AB_TESTS: a gtest filter run with the first tree's detmoe_layer_test before the timing.
+# AB_NCU=shape: one launch of that shape per tree under ncu (duration, DRAM bytes, L2 hit rate).
+# The logs go to a scratch folder and come back as one archive, $OUT/ab-logs.tgz (the device tool
+# returns at most 8 files), beside $OUT/ab-summary.txt (this script's output).
 set -uo pipefail
 OUT=${OUT:?}
 mkdir -p "$OUT"
+final_out=$OUT
+OUT=${AB_WORK:-/tmp/ab-work}
+mkdir -p "$OUT"
+exec > >(tee "$final_out/ab-summary.txt") 2>&1
+trap 'tar czf "$final_out/ab-logs.tgz" -C "$OUT" .' EXIT
 trees=${AB_TREES:?}
 jobs=$(( $(nproc) / $(echo "$trees" | wc -w) ))
 deps=$PWD/.devdeps
@@ -32,6 +41,20 @@ for spec in $trees; do
     >"$OUT/repro-$name.log" 2>&1
   echo "repro $name exit $?"; grep -E "Invalid|ERROR SUMMARY|rror|PASS|FAIL|at 0x" "$OUT/repro-$name.log" | head -12
 done
+if [ -n "${AB_TESTS:-}" ]; then
+  ( cd "${first#*=}/build-ab" && timeout 240 ./tests/megakernel/detmoe_layer_test --gtest_filter="$AB_TESTS" \
+      >"$OUT/tests-${first%%=*}.log" 2>&1; echo "tests ${first%%=*} ($AB_TESTS) exit $?" )
+  grep -E "^\[  (PASSED|FAILED|SKIPPED) |FAILED  \]" "$OUT/tests-${first%%=*}.log" | head -20
+fi
+if [ -n "${AB_NCU:-}" ]; then
+  for spec in $trees; do
+    name=${spec%%=*}; dir=${spec#*=}
+    timeout 240 ncu -k regex:layer_forward --launch-count 1 \
+      --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sector_hit_rate.pct \
+      "$dir/build-ab/detmoe" verify --impl megakernel --shape "$AB_NCU" --forward-only --no-oracle >"$OUT/ncu-$name.log" 2>&1
+    echo "ncu $name exit $?: $(grep -E 'gpu__time_duration|dram__bytes|lts__t_sector_hit' "$OUT/ncu-$name.log" | awk '{print $1, $(NF-1), $NF}' | tr '\n' ' ')"
+  done
+fi
 for round in $(seq 1 "${AB_ROUNDS:-2}"); do
   for spec in $trees; do
     name=${spec%%=*}; dir=${spec#*=}
