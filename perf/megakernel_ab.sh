@@ -21,6 +21,7 @@ exec > >(tee "$final_out/ab-summary.txt") 2>&1
 trap 'tar czf "$final_out/ab-logs.tgz" -C "$OUT" .' EXIT
 trees=${AB_TREES:?}
 jobs=$(( $(nproc) / $(echo "$trees" | wc -w) ))
+builds=()
 deps=$PWD/.devdeps
 for spec in $trees; do
   name=${spec%%=*}; dir=${spec#*=}
@@ -30,8 +31,11 @@ for spec in $trees; do
         -DCMAKE_LIBRARY_PATH="$deps/usr/lib/x86_64-linux-gnu" -DNCCL_ROOT="$DETMOE_NCCL_ROOT" >/dev/null &&
       ninja -C build-ab -j"$jobs" detmoe detmoe_perf_layer detmoe_layer_test >"$OUT/build-$name.log" 2>&1
     echo "build $name exit $?" ) &
+  builds+=($!)
 done
-wait
+# Wait for the builds by pid: a bare `wait` also waits for the tee of the process substitution
+# above, which never ends (it hung a device call until its limit).
+wait "${builds[@]}"
 first=${trees%% *}; source "${first#*=}/ci/device-env.sh"
 for spec in $trees; do
   name=${spec%%=*}; dir=${spec#*=}
