@@ -13,7 +13,9 @@
 //
 // Inside the CTA the producer thread takes the tickets and hands each task number to the two
 // consumer warpgroups through a small ring in shared memory (mbarriers: full = 1 producer
-// arrival, empty = one arrival per consumer warp); −1 ends the list. The producer takes a ticket
+// arrival, empty = one arrival per consumer thread, each after its own read — with one arrival
+// per warp behind a __syncwarp, compute-sanitizer racecheck reported the producer's next write
+// to the slot as racing with the other lanes' reads); −1 ends the list. The producer takes a ticket
 // only once the previous GEMM task's loads are issued, so it runs at most kTaskRing tasks ahead.
 #pragma once
 
@@ -26,7 +28,7 @@
 namespace detmoe::mk {
 
 inline constexpr int kTaskRing = 2;
-inline constexpr uint32_t kTaskRingConsumerWarps = 8;  // the two consumer warpgroups
+inline constexpr uint32_t kTaskRingConsumerThreads = 256;  // the two consumer warpgroups
 
 // Shared-memory state of the ring (static __shared__ in the kernel).
 struct TaskRingStorage {
@@ -43,7 +45,7 @@ class TaskRing {
   DETMOE_DEVICE void init() const {
     for (int i = 0; i < kTaskRing; ++i) {
       ptx::mbarrier_init(s_->full + i, 1);
-      ptx::mbarrier_init(s_->empty + i, kTaskRingConsumerWarps);
+      ptx::mbarrier_init(s_->empty + i, kTaskRingConsumerThreads);
     }
   }
 
@@ -55,12 +57,11 @@ class TaskRing {
     advance();
   }
 
-  // Every consumer thread (all lanes of each consumer warp): the next task number, −1 at the end.
+  // Every consumer thread: the next task number, −1 at the end.
   DETMOE_DEVICE int32_t pop() {
     ptx::mbarrier_wait_parity(s_->full + slot_, phase_);
     const int32_t index = *static_cast<volatile int32_t*>(s_->task + slot_);
-    __syncwarp();
-    if (ptx::lane_id() == 0) ptx::mbarrier_arrive(s_->empty + slot_);
+    ptx::mbarrier_arrive(s_->empty + slot_);  // release: orders this thread's read before the next write
     advance();
     return index;
   }
