@@ -151,10 +151,10 @@ class TaskList {
 };
 
 // Maps the rank's m-blocks to experts by walking the m-block offsets from the last answer, back
-// or forward: consecutive tasks of a CTA are a fixed stride apart in the list, a few experts at
-// most (routed tasks are numbered expert by expert, describe_gemm_task), and a phase restarts at
-// the rank's first m-block; each step is a few loads, and a longer jump back falls to a binary
-// search. Any answer path gives the same expert.
+// or forward: a CTA's tasks only move forward in the list, about one slice's worth of tasks
+// (a few experts: routed tasks are numbered expert by expert, describe_gemm_task) per step, and a
+// phase restarts at the rank's first m-block; each step is a few loads, and a longer jump back
+// falls to a binary search. Any answer path gives the same expert.
 class ExpertWalker {
  public:
   DETMOE_DEVICE ExpertWalker(const LayerParams& p, int32_t rank)
