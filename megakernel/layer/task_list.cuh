@@ -112,7 +112,6 @@ class TaskList {
     for (int i = 0; i < kListPhases; ++i) n += count(i);
     return n;
   }
-  DETMOE_DEVICE int32_t mblocks() const { return mblocks_; }
   DETMOE_DEVICE int32_t mblock_first() const { return mblock_first_; }
 
   // Task number i of the list (0 ≤ i < total()).
