@@ -266,6 +266,9 @@ int main(int argc, char** argv) {
 
   const ModelShape qwen{"qwen3-30b-a3b", 16384, 2048, 768, 128, 8};
   const ModelShape deepseek{"deepseek-v3", 8192, 7168, 2048, 32, 8};
+  // gpt-oss's two forward GEMMs (K = 2880, ≈ 512 rows per expert): what the core's tiles do on
+  // the megakernel's hardest shape, outside the megakernel. Not timed by the PyTorch script.
+  const ModelShape gpt_oss{"gpt-oss-120b", 16384, 2880, 2880, 128, 4};
   std::map<std::string, std::vector<int32_t>> counts;
   std::vector<GroupedCase> grouped;
   for (const ModelShape& s : {qwen, deepseek}) {
@@ -280,6 +283,11 @@ int main(int argc, char** argv) {
     grouped.push_back({s.name + "_down_weight_grad", s, Layout::kWeightGrad, s.F, 0, s.H});
     grouped.push_back({s.name + "_down_weight_grad_fp32out", s, Layout::kWeightGrad, s.F, 0, s.H, Epilogue::kStoreFP32, false});
   }
+  counts[gpt_oss.name] = balanced_counts(gpt_oss);
+  grouped.push_back({gpt_oss.name + "_up_forward", gpt_oss, Layout::kForward, 2 * gpt_oss.F, gpt_oss.H, 0,
+                     Epilogue::kStoreBF16, false});
+  grouped.push_back({gpt_oss.name + "_down_forward", gpt_oss, Layout::kForward, gpt_oss.H, gpt_oss.F, 0,
+                     Epilogue::kStoreBF16, false});
   write_segments(grouped, counts);
   for (const auto& gc : grouped) {
     const auto& cnt = counts.at(gc.shape.name);

@@ -10,8 +10,10 @@
 // Flags after Google Benchmark's own:
 //   --shapes=qwen3-30b-a3b,deepseek-v3,mixtral-8x7b,gpt-oss-120b  --routings=balanced,zipf1
 //   --gemm=per-expert[,grouped]  --impls=reference[,megakernel]  --timed=20  --seed=1
-//   --trace: the megakernel records its task timeline; the last timed launch's summary (per
-//            task kind: count, first start, last end, busy time per CTA) goes to stderr
+//   --trace: the megakernel records its task timeline; one line per timed launch (time, SM
+//            clock, busy time per task kind, mainloop + epilogue per GEMM tile) and the last
+//            timed launch's summary (per task kind: count, first start, last end, busy time
+//            per CTA) go to stderr
 //   --knobs=C:R[,C:R...]: megakernel LayerConfig settings to time, comm_sms C and overlap_rows R
 //            (default 0:0); a setting other than 0:0 adds "/comm<C>-rows<R>" to the name. The
 //            knobs change speed only, never bits (D1), so this is how their effect is measured.
@@ -117,10 +119,11 @@ ReferenceSession& session_for(const std::string& shape_name, const std::string& 
 }
 
 // Times state's iterations of `step` on `stream` (two warm-up steps before, `settle` after
-// them and after the timed ones) and sets the counters.
-template <class Step, class Settle>
+// them and after the timed ones) and sets the counters. `after(ms)` runs after each timed step,
+// outside the timed region.
+template <class Step, class Settle, class After>
 void time_steps(benchmark::State& state, cudaStream_t stream, const Shape& shape, double passes, Step step,
-                Settle settle) {
+                Settle settle, After after) {
   for (int i = 0; i < 2; ++i) step();
   settle("warm-up");
   cudaEvent_t start, stop;
@@ -137,6 +140,7 @@ void time_steps(benchmark::State& state, cudaStream_t stream, const Shape& shape
     check(cudaEventElapsedTime(&t, start, stop), "elapsed");
     ms.push_back(t);
     state.SetIterationTime(t * 1e-3);
+    after(static_cast<double>(t));
   }
   cudaEventDestroy(start);
   cudaEventDestroy(stop);
@@ -162,7 +166,13 @@ void bench_reference(benchmark::State& state, std::string shape_name, std::strin
     if (backward) check(layer.backward(p.inputs(), p.grad_inputs(), p.grad_outputs()), "backward");
   };
   auto settle = [&](const char* what) { check(layer.synchronize(), what); };
-  time_steps(state, layer.exchange().stream(0), layer.shape(), backward ? 3.0 : 1.0, step, settle);
+  time_steps(state, layer.exchange().stream(0), layer.shape(), backward ? 3.0 : 1.0, step, settle, [](double) {});
+}
+
+std::string fmt_launch_line(double ms, const std::string& summary) {
+  char head[32];
+  std::snprintf(head, sizeof head, "%.3f ms: ", ms);
+  return head + summary;
 }
 
 // The forward megakernel: one launch per step, no host synchronisation inside the timed region.
@@ -187,11 +197,23 @@ void bench_megakernel(benchmark::State& state, std::string shape_name, std::stri
   cudaStream_t stream = s.layer().exchange().stream(0);
   auto step = [&] { check(layer.forward({p.inputs(), p.outputs()}, stream), "megakernel forward"); };
   auto settle = [&](const char* what) { check(layer.synchronize(stream), what); };
-  time_steps(state, stream, layer.shape(), 1.0, step, settle);
+  // With --trace every timed launch's timeline is read back after it (outside the timed region,
+  // though the read-back lengthens the gap between launches) and summarised in one line, so
+  // slow and fast launches of one benchmark can be compared.
+  std::vector<std::string> lines;
+  auto after = [&](double ms) {
+    if (!trace) return;
+    auto t = layer.downloaded_trace();
+    check(t.status(), "downloaded_trace");
+    lines.push_back(fmt_launch_line(ms, mk::format_trace_line(mk::summarize_trace(*t))));
+  };
+  time_steps(state, stream, layer.shape(), 1.0, step, settle, after);
   if (trace) {
     auto t = layer.downloaded_trace();
     check(t.status(), "downloaded_trace");
     const mk::TraceSummary summary = mk::summarize_trace(*t);
+    std::fprintf(stderr, "%s %s, every timed launch:\n", shape_name.c_str(), routing.c_str());
+    for (const std::string& line : lines) std::fprintf(stderr, "  %s\n", line.c_str());
     std::fprintf(stderr, "%s %s, last timed launch:\n%s", shape_name.c_str(), routing.c_str(),
                  mk::format_trace_summary(summary).c_str());
     double busy = 0;

@@ -60,6 +60,11 @@ struct LayerTaskTrace {
   uint64_t task;     // task id (docs/MEGAKERNEL.md "Task ids"); kind 1 = the plan
   int64_t start_ns;  // %globaltimer
   int64_t end_ns;
+  // GEMM tasks: when the mainloop ended (end_ns − mainloop_end_ns is the epilogue); 0 otherwise.
+  int64_t mainloop_end_ns = 0;
+  // The plan's record: the CTA's SM cycles from the launch's start to its last task (the SM
+  // clock is cycles over that time); 0 otherwise.
+  int64_t sm_cycles = 0;
 };
 
 // Forward arguments: one entry per rank (P entries in loopback), as for the reference layer.

@@ -14,6 +14,7 @@
 #include "megakernel/host/layer_sizes.h"
 #include "megakernel/host/tensor_map.h"
 #include "megakernel/host/layer_kernel.h"
+#include "megakernel/layer/device_error.h"
 
 namespace detmoe {
 
@@ -29,7 +30,7 @@ struct Layer::Impl {
   void* memory = nullptr;
   mk::Workspace ws{};
 
-  unsigned long long* trace = nullptr;  // [grid, trace_tasks_per_cta, 3] when tracing
+  unsigned long long* trace = nullptr;  // [grid, trace_tasks_per_cta, 4] when tracing
   int32_t* trace_count = nullptr;       // [grid]
 
   ~Impl() {
@@ -101,7 +102,7 @@ StatusOr<std::unique_ptr<Layer>> Layer::create(const Shape& shape, const LayerCo
   if (options.trace_tasks_per_cta < 0)
     return invalid_argument(fmt::format("trace_tasks_per_cta = {} must be ≥ 0", options.trace_tasks_per_cta));
   if (options.trace_tasks_per_cta > 0) {
-    const size_t records = static_cast<size_t>(grid) * static_cast<size_t>(options.trace_tasks_per_cta) * 3;
+    const size_t records = static_cast<size_t>(grid) * static_cast<size_t>(options.trace_tasks_per_cta) * 4;
     DETMOE_CUDA_RETURN(cudaMalloc(reinterpret_cast<void**>(&impl->trace), records * sizeof(unsigned long long)));
     DETMOE_CUDA_RETURN(cudaMalloc(reinterpret_cast<void**>(&impl->trace_count), static_cast<size_t>(grid) * sizeof(int32_t)));
     DETMOE_CUDA_RETURN(cudaMemset(impl->trace_count, 0, static_cast<size_t>(grid) * sizeof(int32_t)));
@@ -217,14 +218,19 @@ StatusOr<std::vector<LayerTaskTrace>> Layer::downloaded_trace() const {
   DETMOE_CUDA_RETURN(cudaDeviceSynchronize());
   const int64_t cap = m.options.trace_tasks_per_cta;
   std::vector<int32_t> counts(static_cast<size_t>(m.grid));
-  std::vector<unsigned long long> records(static_cast<size_t>(m.grid * cap * 3));
+  std::vector<unsigned long long> records(static_cast<size_t>(m.grid * cap * 4));
   DETMOE_CUDA_RETURN(cudaMemcpy(counts.data(), m.trace_count, counts.size() * sizeof(int32_t), cudaMemcpyDeviceToHost));
   DETMOE_CUDA_RETURN(cudaMemcpy(records.data(), m.trace, records.size() * sizeof(unsigned long long),
                                 cudaMemcpyDeviceToHost));
   for (int32_t c = 0; c < m.grid; ++c)
     for (int64_t i = 0; i < std::min<int64_t>(counts[c], cap); ++i) {
-      const unsigned long long* r = records.data() + (c * cap + i) * 3;
-      out.push_back({c, r[0], static_cast<int64_t>(r[1]), static_cast<int64_t>(r[2])});
+      const unsigned long long* r = records.data() + (c * cap + i) * 4;
+      LayerTaskTrace t{c, r[0], static_cast<int64_t>(r[1]), static_cast<int64_t>(r[2])};
+      if (mk::task_kind(t.task) == mk::TaskKind::kPlan)
+        t.sm_cycles = static_cast<int64_t>(r[3]);
+      else
+        t.mainloop_end_ns = static_cast<int64_t>(r[3]);
+      out.push_back(t);
     }
   return out;
 }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <limits>
+#include <vector>
 
 #include "megakernel/layer/device_error.h"
 
@@ -26,6 +27,10 @@ TraceSummary summarize_trace(const std::vector<LayerTaskTrace>& trace) {
   s.ctas = max_cta + 1;
   s.span_us = static_cast<double>(t1 - t0) * 1e-3;
   std::array<TracePhase, kNames.size()> by_kind{};
+  std::array<int64_t, kNames.size()> split_tasks{};
+  // Per CTA: its plan record's start and SM cycles, and its last end.
+  std::vector<int64_t> cta_start(static_cast<size_t>(s.ctas), -1), cta_end(static_cast<size_t>(s.ctas), 0),
+      cta_cycles(static_cast<size_t>(s.ctas), 0);
   for (const LayerTaskTrace& r : trace) {
     const auto kind = std::min<size_t>(static_cast<size_t>(task_kind(r.task)), kNames.size() - 1);
     TracePhase& ph = by_kind[kind];
@@ -33,27 +38,67 @@ TraceSummary summarize_trace(const std::vector<LayerTaskTrace>& trace) {
     ph.first_us = ph.tasks == 0 ? start : std::min(ph.first_us, start);
     ph.last_us = ph.tasks == 0 ? end : std::max(ph.last_us, end);
     ph.busy_us += (end - start) / s.ctas;
+    ph.task_us += end - start;
     ++ph.tasks;
-  }
-  for (size_t k = 1; k < kNames.size(); ++k)
-    if (by_kind[k].tasks > 0) {
-      by_kind[k].name = kNames[k];
-      s.phases.push_back(by_kind[k]);
+    if (r.mainloop_end_ns >= r.start_ns && r.mainloop_end_ns <= r.end_ns && r.mainloop_end_ns > 0) {
+      ph.mainloop_us += static_cast<double>(r.mainloop_end_ns - r.start_ns) * 1e-3;
+      ph.epilogue_us += static_cast<double>(r.end_ns - r.mainloop_end_ns) * 1e-3;
+      ++split_tasks[kind];
     }
+    const auto c = static_cast<size_t>(r.cta);
+    if (task_kind(r.task) == TaskKind::kPlan) {
+      cta_start[c] = r.start_ns;
+      cta_cycles[c] = r.sm_cycles;
+    }
+    cta_end[c] = std::max(cta_end[c], r.end_ns);
+  }
+  for (size_t k = 1; k < kNames.size(); ++k) {
+    TracePhase& ph = by_kind[k];
+    if (ph.tasks == 0) continue;
+    ph.name = kNames[k];
+    ph.task_us /= static_cast<double>(ph.tasks);
+    if (split_tasks[k] > 0) {
+      ph.mainloop_us /= static_cast<double>(split_tasks[k]);
+      ph.epilogue_us /= static_cast<double>(split_tasks[k]);
+    }
+    s.phases.push_back(ph);
+  }
+  double mhz = 0;
+  int32_t clocked = 0;
+  for (size_t c = 0; c < cta_start.size(); ++c)
+    if (cta_start[c] >= 0 && cta_cycles[c] > 0 && cta_end[c] > cta_start[c]) {
+      mhz += static_cast<double>(cta_cycles[c]) * 1e3 / static_cast<double>(cta_end[c] - cta_start[c]);
+      ++clocked;
+    }
+  s.sm_clock_mhz = clocked > 0 ? mhz / clocked : 0;
   return s;
 }
 
 std::string format_trace_summary(const TraceSummary& s) {
-  std::string out = fmt::format("task timeline: {:.1f} µs from the first task start to the last end, {} CTAs\n",
-                                s.span_us, s.ctas);
-  out += fmt::format("  {:<14} {:>8} {:>11} {:>11} {:>13}\n", "kind", "tasks", "first µs", "last µs", "busy µs/CTA");
+  std::string out = fmt::format(
+      "task timeline: {:.1f} µs from the first task start to the last end, {} CTAs, SM clock {:.0f} MHz\n", s.span_us,
+      s.ctas, s.sm_clock_mhz);
+  out += fmt::format("  {:<14} {:>8} {:>11} {:>11} {:>13} {:>10} {:>12} {:>12}\n", "kind", "tasks", "first µs", "last µs",
+                     "busy µs/CTA", "µs/task", "mainloop µs", "epilogue µs");
   double busy = 0;
   for (const TracePhase& p : s.phases) {
-    out += fmt::format("  {:<14} {:>8} {:>11.1f} {:>11.1f} {:>13.1f}\n", p.name, p.tasks, p.first_us, p.last_us, p.busy_us);
+    out += fmt::format("  {:<14} {:>8} {:>11.1f} {:>11.1f} {:>13.1f} {:>10.2f}", p.name, p.tasks, p.first_us, p.last_us,
+                       p.busy_us, p.task_us);
+    out += p.mainloop_us > 0 ? fmt::format(" {:>12.2f} {:>12.2f}\n", p.mainloop_us, p.epilogue_us) : std::string("\n");
     busy += p.busy_us;
   }
   out += fmt::format("  busy {:.1f} of {:.1f} µs per CTA ({:.0f} %); the rest is waiting between tasks\n", busy,
                      s.span_us, s.span_us > 0 ? 100 * busy / s.span_us : 0.0);
+  return out;
+}
+
+std::string format_trace_line(const TraceSummary& s) {
+  std::string out = fmt::format("span {:.1f} µs, SM {:.0f} MHz", s.span_us, s.sm_clock_mhz);
+  for (const TracePhase& p : s.phases) {
+    if (p.name == "plan") continue;
+    out += fmt::format("; {} busy {:.0f}", p.name, p.busy_us);
+    if (p.mainloop_us > 0) out += fmt::format(" ({:.1f}+{:.1f} µs/task)", p.mainloop_us, p.epilogue_us);
+  }
   return out;
 }
 

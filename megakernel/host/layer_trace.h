@@ -1,6 +1,7 @@
 // Summary of the fused kernel's task timeline (LayerOptions::trace_tasks_per_cta): per task
 // kind, how many tasks ran, when the first started and the last ended (µs after the earliest
-// start of the launch) and how busy the grid was with them; plus the launch span. Host only.
+// start of the launch), how busy the grid was with them and, for GEMM tiles, mainloop against
+// epilogue time; plus the launch span and the SM clock the launch ran at. Host only.
 #pragma once
 
 #include <string>
@@ -16,15 +17,23 @@ struct TracePhase {
   double first_us = 0;   // first start, after the launch's earliest start
   double last_us = 0;    // last end
   double busy_us = 0;    // Σ task durations / CTAs: the grid's average time in this kind
+  double task_us = 0;    // mean task duration
+  // GEMM kinds: mean time from the task's start to its mainloop's end (input waits included)
+  // and from there to the task's end (the epilogue); 0 for other kinds.
+  double mainloop_us = 0;
+  double epilogue_us = 0;
 };
 
 struct TraceSummary {
   double span_us = 0;    // earliest start → latest end
   int32_t ctas = 0;
+  double sm_clock_mhz = 0;  // mean over CTAs of SM cycles / ns from its plan start to its last end
   std::vector<TracePhase> phases;  // in task-kind order, kinds that ran only
 };
 
 TraceSummary summarize_trace(const std::vector<LayerTaskTrace>& trace);
 std::string format_trace_summary(const TraceSummary& s);
+// One line: span, SM clock, busy time per kind and mainloop+epilogue per GEMM task.
+std::string format_trace_line(const TraceSummary& s);
 
 }  // namespace detmoe::mk

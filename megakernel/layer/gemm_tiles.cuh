@@ -27,6 +27,7 @@
 #include "megakernel/layer/layer_params.h"
 #include "megakernel/layer/sync.cuh"
 #include "megakernel/layer/task_list.cuh"
+#include "megakernel/layer/trace.cuh"
 #include "megakernel/ptx/tma.cuh"
 
 namespace detmoe::mk {
@@ -220,6 +221,7 @@ DETMOE_DEVICE SlotRun consume_tile(int wg, const LayerTile& t, TileEpilogue epil
   // letting such a warpgroup pass the stages on without wgmma hung the H200 (producer waiting
   // on an empty barrier, consumers on a full one; bisected 2026-12-02, cause not found).
   gemm::consume_k_blocks<Operands, Cfg>(wg, t.k_blocks, smem, pipe, st, acc);
+  TaskTracer::mainloop_done(p);
   before_epilogue();
   const uint32_t thread = threadIdx.x % 128;
   gemm::EpilogueTile et;

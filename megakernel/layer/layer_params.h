@@ -107,7 +107,8 @@ struct LayerParams {
   long long timeout_ns;
   unsigned long long force_timeout_task;  // a task id, or ~0 = none
   // Task timeline (LayerOptions::trace_tasks_per_cta; null = off): CTA c writes records
-  // [c·trace_capacity, …) of (task id, start ns, end ns) and its record count to trace_count[c].
+  // [c·trace_capacity, …) of (task id, start ns, end ns, aux; trace.cuh) and its record count to
+  // trace_count[c].
   unsigned long long* trace;
   int32_t* trace_count;
   int32_t trace_capacity;

@@ -1,7 +1,10 @@
 // The optional task timeline of the fused kernel (LayerOptions::trace_tasks_per_cta): thread 128
-// of each CTA (the first consumer thread, which runs every task of the CTA) appends (task id, start, end) in %globaltimer nanoseconds for the plan and every task it
-// runs, so a profile can split a launch into plan / dispatch / GEMMs / combine / sum / waiting.
-// Off (p.trace == null) it costs one predicate per task.
+// of each CTA (the first consumer thread, which runs every task of the CTA) appends (task id,
+// start, end, aux) in %globaltimer nanoseconds for the plan and every task it runs, so a profile
+// can split a launch into plan / dispatch / GEMMs / combine / sum / waiting. aux: for a GEMM
+// task the time its mainloop ended (the rest of the task is its epilogue); for the plan record
+// the SM cycles (clock64) from the launch's start to the CTA's last task, so the host can tell
+// the SM clock of each launch; 0 otherwise. Off (p.trace == null) it costs one predicate per task.
 #pragma once
 
 #include <cstdint>
@@ -17,6 +20,8 @@ namespace detmoe::mk {
 struct TraceState {
   int32_t count;
   unsigned long long start;
+  unsigned long long aux;
+  long long launch_clock;  // clock64 at the launch's start
 };
 __shared__ TraceState trace_state;
 
@@ -24,24 +29,39 @@ struct TaskTracer {
   static DETMOE_DEVICE bool writer(const LayerParams& p) { return p.trace != nullptr && threadIdx.x == 128; }
 
   static DETMOE_DEVICE void begin_launch(const LayerParams& p) {
-    if (writer(p)) trace_state.count = 0;
+    if (!writer(p)) return;
+    trace_state.count = 0;
+    trace_state.launch_clock = clock64();
   }
 
   static DETMOE_DEVICE void start(const LayerParams& p) {
-    if (writer(p)) trace_state.start = globaltimer_ns();
+    if (!writer(p)) return;
+    trace_state.start = globaltimer_ns();
+    trace_state.aux = 0;
+  }
+
+  // A GEMM task's mainloop has ended.
+  static DETMOE_DEVICE void mainloop_done(const LayerParams& p) {
+    if (writer(p)) trace_state.aux = globaltimer_ns();
   }
 
   static DETMOE_DEVICE void record(const LayerParams& p, uint64_t task) {
     if (!writer(p) || trace_state.count >= p.trace_capacity) return;
-    unsigned long long* r = p.trace + (static_cast<int64_t>(blockIdx.x) * p.trace_capacity + trace_state.count) * 3;
+    unsigned long long* r = p.trace + (static_cast<int64_t>(blockIdx.x) * p.trace_capacity + trace_state.count) * 4;
     r[0] = task;
     r[1] = trace_state.start;
     r[2] = globaltimer_ns();
+    r[3] = trace_state.aux;
     ++trace_state.count;
   }
 
+  // Record 0 is the plan's; its aux becomes the CTA's SM cycles over the launch.
   static DETMOE_DEVICE void finish(const LayerParams& p) {
-    if (writer(p)) p.trace_count[blockIdx.x] = trace_state.count;
+    if (!writer(p)) return;
+    p.trace_count[blockIdx.x] = trace_state.count;
+    if (trace_state.count > 0)
+      p.trace[static_cast<int64_t>(blockIdx.x) * p.trace_capacity * 4 + 3] =
+          static_cast<unsigned long long>(clock64() - trace_state.launch_clock);
   }
 };
 

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# One device call that explains the megakernel's time instead of only measuring it: every timed
+# launch's timeline in one line (SM clock, busy per task kind, mainloop + epilogue per GEMM tile:
+# `detmoe_perf_layer --trace`) with the GPU's clocks and power sampled beside it, the GEMM core
+# alone on the same GEMM shapes, and ncu's full section set on one launch.
+#   OUT=dir PROF_SHAPES=gpt-oss-120b,mixtral-8x7b PROF_GEMM='gpt-oss|qwen3-30b-a3b_up' \
+#     PROF_NCU=gpt-oss-120b PROF_BUDGET_S=400 perf/megakernel_profile.sh
+# Builds build-device (ci/device-build.sh; carry .devdeps). Output: $OUT/profile.log (summary),
+# $OUT/ncu-full.txt, $OUT/clocks.csv.
+set -uo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+OUT=${OUT:?}
+mkdir -p "$OUT"
+source "$root/ci/device-env.sh"
+start=$(date +%s)
+left() { echo $(( ${PROF_BUDGET_S:-400} - ($(date +%s) - start) )); }
+step() { echo; echo "=== $* ($(date +%T), $(left) s left)"; }
+{
+  step build
+  "$root/ci/device-build.sh" build-device detmoe detmoe_perf_layer detmoe_perf_gemm 2>&1 | grep -E "error|FAILED" | head -20
+  cd "$root/build-device" || exit 1
+  step "megakernel, every launch traced (${PROF_SHAPES:-gpt-oss-120b})"
+  # Clocks, power and throttle reasons every 100 ms while the layer benchmark runs.
+  nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,clocks_event_reasons.active \
+    --format=csv -lms 100 >"$OUT/clocks.csv" 2>&1 &
+  smi=$!
+  timeout $(( $(left) > 260 ? 200 : $(left) - 60 )) ./perf/detmoe_perf_layer --impls=megakernel --routings=balanced \
+    --shapes="${PROF_SHAPES:-gpt-oss-120b}" --timed="${PROF_TIMED:-20}" --trace --benchmark_counters_tabular=true 2>&1 |
+    grep -vE "^(Run on|CPU Caches|  L[123]|Load Average|-----)"
+  kill $smi 2>/dev/null
+  echo "clock samples: $(wc -l <"$OUT/clocks.csv"); SM MHz min/max: $(awk -F', ' 'NR>1 && $2+0>0 {print $2+0}' "$OUT/clocks.csv" | sort -n | sed -n '1p;$p' | tr '\n' ' ')"
+  echo "power W max: $(awk -F', ' 'NR>1 {print $4+0}' "$OUT/clocks.csv" | sort -n | tail -1); throttle reasons seen: $(awk -F', ' 'NR>1 {print $6}' "$OUT/clocks.csv" | sort | uniq -c | tr '\n' ' ')"
+  if [ -n "${PROF_GEMM:-gpt-oss}" ] && [ "$(left)" -gt 120 ]; then
+    step "GEMM core alone (${PROF_GEMM:-gpt-oss})"
+    timeout 90 ./perf/detmoe_perf_gemm --benchmark_filter="grouped/(${PROF_GEMM:-gpt-oss})" --benchmark_counters_tabular=true 2>&1 |
+      grep -E "^gemm/|rror"
+  fi
+  if [ -n "${PROF_NCU:-}" ] && [ "$(left)" -gt 100 ]; then
+    step "ncu --set full, one ${PROF_NCU} launch"
+    timeout $(( $(left) - 30 )) ncu --clock-control none --set full -k regex:layer_forward --launch-count 1 \
+      ./detmoe verify --impl megakernel --shape "$PROF_NCU" --forward-only --no-oracle >"$OUT/ncu-full.txt" 2>&1
+    echo "ncu exit $?"
+    grep -E "Duration|Compute \(SM\) Throughput|Memory Throughput|DRAM Throughput|L2 Hit Rate|Issue Slots Busy|No Eligible|Executed Ipc Active|Registers Per|Achieved Occupancy" "$OUT/ncu-full.txt" | head -20
+  fi
+  step done
+} 2>&1 | tee "$OUT/profile.log"
