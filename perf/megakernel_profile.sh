@@ -6,7 +6,7 @@
 #   OUT=dir PROF_SHAPES=gpt-oss-120b,mixtral-8x7b PROF_GEMM='gpt-oss|qwen3-30b-a3b_up' \
 #     PROF_NCU=gpt-oss-120b PROF_BUDGET_S=400 perf/megakernel_profile.sh
 # Builds build-device (ci/device-build.sh; carry .devdeps). Output: $OUT/profile.log (summary),
-# $OUT/ncu-full.txt, $OUT/clocks.csv.
+# $OUT/ncu-full.txt, $OUT/ncu-hotspots.txt (stall samples per SASS instruction), $OUT/clocks.csv.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${OUT:?}
@@ -37,10 +37,16 @@ step() { echo; echo "=== $* ($(date +%T), $(left) s left)"; }
   fi
   if [ -n "${PROF_NCU:-}" ] && [ "$(left)" -gt 100 ]; then
     step "ncu --set full, one ${PROF_NCU} launch"
-    timeout $(( $(left) - 30 )) ncu --clock-control none --set full -k regex:layer_forward --launch-count 1 \
-      ./detmoe verify --impl megakernel --shape "$PROF_NCU" --forward-only --no-oracle >"$OUT/ncu-full.txt" 2>&1
-    echo "ncu exit $?"
-    grep -E "Duration|Compute \(SM\) Throughput|Memory Throughput|DRAM Throughput|L2 Hit Rate|Issue Slots Busy|No Eligible|Executed Ipc Active|Registers Per|Achieved Occupancy" "$OUT/ncu-full.txt" | head -20
+    timeout $(( $(left) - 30 )) ncu --clock-control none --set full --import-source no -f -o /tmp/prof \
+      -k regex:layer_forward --launch-count 1 \
+      ./detmoe verify --impl megakernel --shape "$PROF_NCU" --forward-only --no-oracle >/tmp/ncu-run.log 2>&1
+    echo "ncu exit $?"; tail -3 /tmp/ncu-run.log
+    ncu --import /tmp/prof.ncu-rep --page details >"$OUT/ncu-full.txt" 2>&1
+    grep -E "Duration|Compute \(SM\) Throughput|Memory Throughput|DRAM Throughput|L2 Hit Rate|Issue Slots Busy|No Eligible" "$OUT/ncu-full.txt" | head -12
+    # Stall samples per SASS instruction: where the warps wait.
+    ncu --import /tmp/prof.ncu-rep --page source --print-source sass --csv >/tmp/sass.csv 2>&1
+    python3 "$root/perf/ncu_hotspots.py" /tmp/sass.csv --top "${PROF_HOT:-40}" --context 4 >"$OUT/ncu-hotspots.txt" 2>&1
+    echo "hotspots exit $?"; head -c 3000 "$OUT/ncu-hotspots.txt"
   fi
   step done
 } 2>&1 | tee "$OUT/profile.log"

@@ -60,8 +60,10 @@ struct LayerTaskTrace {
   uint64_t task;     // task id (docs/MEGAKERNEL.md "Task ids"); kind 1 = the plan
   int64_t start_ns;  // %globaltimer
   int64_t end_ns;
-  // GEMM tasks: when the mainloop ended (end_ns − mainloop_end_ns is the epilogue); 0 otherwise.
+  // GEMM tasks: when the mainloop ended and when the epilogue started after the previous tile's
+  // signal was sent (end_ns − epilogue_start_ns is the epilogue); 0 otherwise.
   int64_t mainloop_end_ns = 0;
+  int64_t epilogue_start_ns = 0;
   // The plan's record: the CTA's SM cycles from the launch's start to its last task (the SM
   // clock is cycles over that time); 0 otherwise.
   int64_t sm_cycles = 0;

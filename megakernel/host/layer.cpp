@@ -228,8 +228,10 @@ StatusOr<std::vector<LayerTaskTrace>> Layer::downloaded_trace() const {
       LayerTaskTrace t{c, r[0], static_cast<int64_t>(r[1]), static_cast<int64_t>(r[2])};
       if (mk::task_kind(t.task) == mk::TaskKind::kPlan)
         t.sm_cycles = static_cast<int64_t>(r[3]);
-      else
-        t.mainloop_end_ns = static_cast<int64_t>(r[3]);
+      else if (r[3] != 0) {
+        t.mainloop_end_ns = t.start_ns + static_cast<int64_t>(r[3] >> 32);
+        t.epilogue_start_ns = t.start_ns + static_cast<int64_t>(r[3] & 0xffffffffull);
+      }
       out.push_back(t);
     }
   return out;

@@ -40,9 +40,11 @@ TraceSummary summarize_trace(const std::vector<LayerTaskTrace>& trace) {
     ph.busy_us += (end - start) / s.ctas;
     ph.task_us += end - start;
     ++ph.tasks;
-    if (r.mainloop_end_ns >= r.start_ns && r.mainloop_end_ns <= r.end_ns && r.mainloop_end_ns > 0) {
+    if (r.mainloop_end_ns > 0 && r.start_ns <= r.mainloop_end_ns && r.mainloop_end_ns <= r.epilogue_start_ns &&
+        r.epilogue_start_ns <= r.end_ns) {
       ph.mainloop_us += static_cast<double>(r.mainloop_end_ns - r.start_ns) * 1e-3;
-      ph.epilogue_us += static_cast<double>(r.end_ns - r.mainloop_end_ns) * 1e-3;
+      ph.signal_us += static_cast<double>(r.epilogue_start_ns - r.mainloop_end_ns) * 1e-3;
+      ph.epilogue_us += static_cast<double>(r.end_ns - r.epilogue_start_ns) * 1e-3;
       ++split_tasks[kind];
     }
     const auto c = static_cast<size_t>(r.cta);
@@ -59,6 +61,7 @@ TraceSummary summarize_trace(const std::vector<LayerTaskTrace>& trace) {
     ph.task_us /= static_cast<double>(ph.tasks);
     if (split_tasks[k] > 0) {
       ph.mainloop_us /= static_cast<double>(split_tasks[k]);
+      ph.signal_us /= static_cast<double>(split_tasks[k]);
       ph.epilogue_us /= static_cast<double>(split_tasks[k]);
     }
     s.phases.push_back(ph);
@@ -78,13 +81,14 @@ std::string format_trace_summary(const TraceSummary& s) {
   std::string out = fmt::format(
       "task timeline: {:.1f} µs from the first task start to the last end, {} CTAs, SM clock {:.0f} MHz\n", s.span_us,
       s.ctas, s.sm_clock_mhz);
-  out += fmt::format("  {:<14} {:>8} {:>11} {:>11} {:>13} {:>10} {:>12} {:>12}\n", "kind", "tasks", "first µs", "last µs",
-                     "busy µs/CTA", "µs/task", "mainloop µs", "epilogue µs");
+  out += fmt::format("  {:<14} {:>8} {:>11} {:>11} {:>13} {:>10} {:>12} {:>10} {:>12}\n", "kind", "tasks", "first µs",
+                     "last µs", "busy µs/CTA", "µs/task", "mainloop µs", "signal µs", "epilogue µs");
   double busy = 0;
   for (const TracePhase& p : s.phases) {
     out += fmt::format("  {:<14} {:>8} {:>11.1f} {:>11.1f} {:>13.1f} {:>10.2f}", p.name, p.tasks, p.first_us, p.last_us,
                        p.busy_us, p.task_us);
-    out += p.mainloop_us > 0 ? fmt::format(" {:>12.2f} {:>12.2f}\n", p.mainloop_us, p.epilogue_us) : std::string("\n");
+    out += p.mainloop_us > 0 ? fmt::format(" {:>12.2f} {:>10.2f} {:>12.2f}\n", p.mainloop_us, p.signal_us, p.epilogue_us)
+                             : std::string("\n");
     busy += p.busy_us;
   }
   out += fmt::format("  busy {:.1f} of {:.1f} µs per CTA ({:.0f} %); the rest is waiting between tasks\n", busy,
@@ -97,7 +101,8 @@ std::string format_trace_line(const TraceSummary& s) {
   for (const TracePhase& p : s.phases) {
     if (p.name == "plan") continue;
     out += fmt::format("; {} busy {:.0f}", p.name, p.busy_us);
-    if (p.mainloop_us > 0) out += fmt::format(" ({:.1f}+{:.1f} µs/task)", p.mainloop_us, p.epilogue_us);
+    if (p.mainloop_us > 0)
+      out += fmt::format(" ({:.1f}+{:.1f}+{:.1f} µs/task)", p.mainloop_us, p.signal_us, p.epilogue_us);
   }
   return out;
 }

@@ -18,9 +18,11 @@ struct TracePhase {
   double last_us = 0;    // last end
   double busy_us = 0;    // Σ task durations / CTAs: the grid's average time in this kind
   double task_us = 0;    // mean task duration
-  // GEMM kinds: mean time from the task's start to its mainloop's end (input waits included)
-  // and from there to the task's end (the epilogue); 0 for other kinds.
+  // GEMM kinds: mean time from the task's start to its mainloop's end (input waits included),
+  // from there to the previous tile's signal being sent, and from there to the task's end (the
+  // epilogue); 0 for other kinds.
   double mainloop_us = 0;
+  double signal_us = 0;
   double epilogue_us = 0;
 };
 

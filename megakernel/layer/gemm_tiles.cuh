@@ -223,6 +223,7 @@ DETMOE_DEVICE SlotRun consume_tile(int wg, const LayerTile& t, TileEpilogue epil
   gemm::consume_k_blocks<Operands, Cfg>(wg, t.k_blocks, smem, pipe, st, acc);
   TaskTracer::mainloop_done(p);
   before_epilogue();
+  TaskTracer::epilogue_start(p);
   const uint32_t thread = threadIdx.x % 128;
   gemm::EpilogueTile et;
   et.row = t.c_row + wg * Cfg::kWarpgroupRows;

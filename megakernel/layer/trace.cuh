@@ -2,9 +2,11 @@
 // of each CTA (the first consumer thread, which runs every task of the CTA) appends (task id,
 // start, end, aux) in %globaltimer nanoseconds for the plan and every task it runs, so a profile
 // can split a launch into plan / dispatch / GEMMs / combine / sum / waiting. aux: for a GEMM
-// task the time its mainloop ended (the rest of the task is its epilogue); for the plan record
-// the SM cycles (clock64) from the launch's start to the CTA's last task, so the host can tell
-// the SM clock of each launch; 0 otherwise. Off (p.trace == null) it costs one predicate per task.
+// task, two offsets from its start in ns, (mainloop end << 32) | (previous tile's signal sent,
+// i.e. epilogue start), so the host splits a tile into mainloop, signal and epilogue; for the plan
+// record the SM cycles (clock64) from the launch's start to the CTA's last task, so the host can
+// tell the SM clock of each launch; 0 otherwise. Off (p.trace == null) it costs one predicate per
+// task.
 #pragma once
 
 #include <cstdint>
@@ -42,7 +44,12 @@ struct TaskTracer {
 
   // A GEMM task's mainloop has ended.
   static DETMOE_DEVICE void mainloop_done(const LayerParams& p) {
-    if (writer(p)) trace_state.aux = globaltimer_ns();
+    if (writer(p)) trace_state.aux = (globaltimer_ns() - trace_state.start) << 32;
+  }
+
+  // A GEMM task's epilogue starts (the previous tile's signal has been sent).
+  static DETMOE_DEVICE void epilogue_start(const LayerParams& p) {
+    if (writer(p)) trace_state.aux |= (globaltimer_ns() - trace_state.start) & 0xffffffffull;
   }
 
   static DETMOE_DEVICE void record(const LayerParams& p, uint64_t task) {
