@@ -4,7 +4,9 @@
 # `detmoe_perf_layer --trace`) with the GPU's clocks and power sampled beside it, the GEMM core
 # alone on the same GEMM shapes, and ncu's full section set on one launch.
 #   OUT=dir PROF_SHAPES=gpt-oss-120b,mixtral-8x7b PROF_GEMM='gpt-oss|qwen3-30b-a3b_up' \
-#     PROF_NCU=gpt-oss-120b PROF_BUDGET_S=400 perf/megakernel_profile.sh
+#     PROF_NCU=gpt-oss-120b PROF_BENCH=1 PROF_BUDGET_S=400 perf/megakernel_profile.sh
+# PROF_BENCH=1 adds `detmoe bench --impl megakernel --routing balanced` (the four shapes against
+# the PyTorch pipeline, $OUT/bench-megakernel.json).
 # Builds build-device (ci/device-build.sh; carry .devdeps). Output: $OUT/profile.log (summary),
 # $OUT/ncu-full.txt, $OUT/ncu-hotspots.txt (stall samples per SASS instruction), $OUT/clocks.csv.
 set -uo pipefail
@@ -30,6 +32,11 @@ step() { echo; echo "=== $* ($(date +%T), $(left) s left)"; }
   kill $smi 2>/dev/null
   echo "clock samples: $(wc -l <"$OUT/clocks.csv"); SM MHz min/max: $(awk -F', ' 'NR>1 && $2+0>0 {print $2+0}' "$OUT/clocks.csv" | sort -n | sed -n '1p;$p' | tr '\n' ' ')"
   echo "power W max: $(awk -F', ' 'NR>1 {print $4+0}' "$OUT/clocks.csv" | sort -n | tail -1); throttle reasons seen: $(awk -F', ' 'NR>1 {print $6}' "$OUT/clocks.csv" | sort | uniq -c | tr '\n' ' ')"
+  if [ "${PROF_BENCH:-0}" = 1 ] && [ "$(left)" -gt 200 ]; then
+    step "detmoe bench --impl megakernel, balanced, against PyTorch"
+    timeout 150 ./detmoe bench --impl megakernel --routing balanced --json "$OUT/bench-megakernel.json" 2>&1 |
+      grep -E "/fwd|torch .*fwd|speedup|rror" | tail -16
+  fi
   if [ -n "${PROF_GEMM:-gpt-oss}" ] && [ "$(left)" -gt 120 ]; then
     step "GEMM core alone (${PROF_GEMM:-gpt-oss})"
     timeout 90 ./perf/detmoe_perf_gemm --benchmark_filter="grouped/(${PROF_GEMM:-gpt-oss})" --benchmark_counters_tabular=true 2>&1 |
