@@ -21,6 +21,7 @@ step() { echo; echo "=== $* ($(date +%T), $(left) s left)"; }
   step build
   "$root/ci/device-build.sh" build-device detmoe detmoe_perf_layer detmoe_perf_gemm 2>&1 | grep -E "error|FAILED" | head -20
   cd "$root/build-device" || exit 1
+  if [ -n "${PROF_SHAPES-gpt-oss-120b}" ]; then
   step "megakernel, every launch traced (${PROF_SHAPES:-gpt-oss-120b})"
   # Clocks, power and throttle reasons every 100 ms while the layer benchmark runs.
   nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,clocks_event_reasons.active \
@@ -32,6 +33,7 @@ step() { echo; echo "=== $* ($(date +%T), $(left) s left)"; }
   kill $smi 2>/dev/null
   echo "clock samples: $(wc -l <"$OUT/clocks.csv"); SM MHz min/max: $(awk -F', ' 'NR>1 && $2+0>0 {print $2+0}' "$OUT/clocks.csv" | sort -n | sed -n '1p;$p' | tr '\n' ' ')"
   echo "power W max: $(awk -F', ' 'NR>1 {print $4+0}' "$OUT/clocks.csv" | sort -n | tail -1); throttle reasons seen: $(awk -F', ' 'NR>1 {print $6}' "$OUT/clocks.csv" | sort | uniq -c | tr '\n' ' ')"
+  fi
   if [ "${PROF_BENCH:-0}" = 1 ] && [ "$(left)" -gt 200 ]; then
     step "detmoe bench --impl megakernel, balanced, against PyTorch"
     timeout 150 ./detmoe bench --impl megakernel --routing balanced --json "$OUT/bench-megakernel.json" 2>&1 |
@@ -52,7 +54,9 @@ step() { echo; echo "=== $* ($(date +%T), $(left) s left)"; }
     grep -E "Duration|Compute \(SM\) Throughput|Memory Throughput|DRAM Throughput|L2 Hit Rate|Issue Slots Busy|No Eligible" "$OUT/ncu-full.txt" | head -12
     # Stall samples per SASS instruction: where the warps wait.
     ncu --import /tmp/prof.ncu-rep --page source --print-source sass --csv >/tmp/sass.csv 2>&1
-    python3 "$root/perf/ncu_hotspots.py" /tmp/sass.csv --top "${PROF_HOT:-40}" --context 4 >"$OUT/ncu-hotspots.txt" 2>&1
+    python3 "$root/perf/ncu_hotspots.py" /tmp/sass.csv --top "${PROF_HOT:-40}" --context 4 --listing 0.02 \
+      >"$OUT/ncu-hotspots.txt" 2>&1
+    gzip -c /tmp/sass.csv >"$OUT/ncu-sass.csv.gz"
     echo "hotspots exit $?"; head -c 3000 "$OUT/ncu-hotspots.txt"
   fi
   step done

@@ -26,6 +26,9 @@ def main():
     ap.add_argument("csv", nargs="?", help="ncu source-page CSV (default: stdin)")
     ap.add_argument("--top", type=int, default=30)
     ap.add_argument("--context", type=int, default=2, help="instructions shown before each hot one")
+    ap.add_argument("--listing", type=float, default=0.0,
+                    help="also list, in address order, every instruction with at least this %% of the samples "
+                         "and its two largest stall reasons")
     a = ap.parse_args()
     text = open(a.csv, encoding="utf-8", errors="replace").read() if a.csv else sys.stdin.read()
     lines = text.splitlines()
@@ -59,6 +62,17 @@ def main():
             mark = ">" if j == i else " "
             where = body[j][addr] if addr is not None else str(j)
             print(f" {mark} {where:>8} {number(body[j][samples]):>8.0f}  {body[j][src].strip()}")
+    if a.listing > 0:
+        reasons = [i for n, i in col.items() if n.startswith("stall_") and "Not Issued" not in n]
+        print(f"\n--- instructions with >= {a.listing} % of the samples, in address order")
+        for j, r in enumerate(body):
+            share = 100 * number(r[samples]) / total if total else 0
+            if share < a.listing:
+                continue
+            top = sorted(reasons, key=lambda i: -number(r[i]))[:2]
+            why = ", ".join(f"{header[i][6:]} {number(r[i]):.0f}" for i in top if number(r[i]) > 0)
+            where = r[addr] if addr is not None else str(j)
+            print(f"{where:>8} {share:5.2f} %  {r[src].strip()[:70]:<70} [{why}]")
     return 0
 
 

@@ -118,7 +118,7 @@ DETMOE_DEVICE void place_and_dispatch(const LayerParams& p, const LaunchContext&
                           reinterpret_cast<const void*>(__shfl_sync(0xffffffffu, src, r)), row_bytes);
     }
   }
-  __threadfence();
+  fence_acq_rel_gpu();
   copy_barrier();
   // One signal per (expert, m-block) the chunk's rows fall in: at most two per expert, since a
   // chunk holds at most kPlanChunkTokens ≤ 128 rows of one expert.

@@ -93,7 +93,7 @@ DETMOE_DEVICE void run_consumer_tasks(const LayerParams& p, const LaunchContext&
     if (pending_phase == Phase::kDone) return;
     if (pending_phase == Phase::kGemm2) {
       // Every thread stored y rows with generic stores (the fused combine).
-      __threadfence();
+      fence_acq_rel_gpu();
       ptx::named_barrier_sync(1 + wg, 128);
       if (pending_run.counter != nullptr && !launch_aborted(ctx))
         signal_add(pending_run.counter, ctx.epoch, pending_run.amount);
