@@ -10,10 +10,12 @@
 // Flags after Google Benchmark's own:
 //   --shapes=qwen3-30b-a3b,deepseek-v3,mixtral-8x7b,gpt-oss-120b  --routings=balanced,zipf1
 //   --gemm=per-expert[,grouped]  --impls=reference[,megakernel]  --timed=20  --seed=1
-//   --trace: the megakernel records its task timeline; one line per timed launch (time, SM
-//            clock, busy time per task kind, mainloop + epilogue per GEMM tile) and the last
-//            timed launch's summary (per task kind: count, first start, last end, busy time
-//            per CTA) go to stderr
+//   --trace: the megakernel records its task timeline; the last timed launch's summary (per task
+//            kind: count, first start, last end, busy time per CTA, mainloop / signal / epilogue
+//            per GEMM tile; the SM clock it ran at) goes to stderr. Launches stay back to back.
+//   --trace-each: also one line per timed launch, read back after each (outside the timed region,
+//            but the read-back leaves the GPU idle between launches, so it runs cooler and
+//            clocks higher than back to back: compare its clock with --trace's)
 //   --knobs=C:R[,C:R...]: megakernel LayerConfig settings to time, comm_sms C and overlap_rows R
 //            (default 0:0); a setting other than 0:0 adds "/comm<C>-rows<R>" to the name. The
 //            knobs change speed only, never bits (D1), so this is how their effect is measured.
@@ -50,6 +52,7 @@ struct Options {
   int timed = 20;
   uint64_t seed = 1;
   bool trace = false;
+  bool trace_each = false;
   std::vector<std::pair<int32_t, int32_t>> knobs = {{0, 0}};  // (comm_sms, overlap_rows)
 };
 
@@ -177,7 +180,7 @@ std::string fmt_launch_line(double ms, const std::string& summary) {
 
 // The forward megakernel: one launch per step, no host synchronisation inside the timed region.
 void bench_megakernel(benchmark::State& state, std::string shape_name, std::string routing, uint64_t seed,
-                      bool trace, std::pair<int32_t, int32_t> knobs) {
+                      bool trace, bool trace_each, std::pair<int32_t, int32_t> knobs) {
   ReferenceSession& s = session_for(shape_name, routing, "per-expert", seed);
   DeviceProblem& p = s.problem();
   Current& c = current();
@@ -197,12 +200,11 @@ void bench_megakernel(benchmark::State& state, std::string shape_name, std::stri
   cudaStream_t stream = s.layer().exchange().stream(0);
   auto step = [&] { check(layer.forward({p.inputs(), p.outputs()}, stream), "megakernel forward"); };
   auto settle = [&](const char* what) { check(layer.synchronize(stream), what); };
-  // With --trace every timed launch's timeline is read back after it (outside the timed region,
-  // though the read-back lengthens the gap between launches) and summarised in one line, so
-  // slow and fast launches of one benchmark can be compared.
+  // With --trace-each every timed launch's timeline is read back after it (outside the timed
+  // region, though the read-back lengthens the gap between launches) and summarised in one line.
   std::vector<std::string> lines;
   auto after = [&](double ms) {
-    if (!trace) return;
+    if (!trace_each) return;
     auto t = layer.downloaded_trace();
     check(t.status(), "downloaded_trace");
     lines.push_back(fmt_launch_line(ms, mk::format_trace_line(mk::summarize_trace(*t))));
@@ -212,14 +214,17 @@ void bench_megakernel(benchmark::State& state, std::string shape_name, std::stri
     auto t = layer.downloaded_trace();
     check(t.status(), "downloaded_trace");
     const mk::TraceSummary summary = mk::summarize_trace(*t);
-    std::fprintf(stderr, "%s %s, every timed launch:\n", shape_name.c_str(), routing.c_str());
-    for (const std::string& line : lines) std::fprintf(stderr, "  %s\n", line.c_str());
+    if (trace_each) {
+      std::fprintf(stderr, "%s %s, every timed launch:\n", shape_name.c_str(), routing.c_str());
+      for (const std::string& line : lines) std::fprintf(stderr, "  %s\n", line.c_str());
+    }
     std::fprintf(stderr, "%s %s, last timed launch:\n%s", shape_name.c_str(), routing.c_str(),
                  mk::format_trace_summary(summary).c_str());
     double busy = 0;
     for (const mk::TracePhase& p : summary.phases) busy += p.busy_us;
     state.counters["trace_span_ms"] = summary.span_us * 1e-3;
     state.counters["trace_busy_pct"] = summary.span_us > 0 ? 100 * busy / summary.span_us : 0;
+    state.counters["trace_sm_mhz"] = summary.sm_clock_mhz;
   }
 }
 
@@ -252,6 +257,7 @@ int main(int argc, char** argv) {
     else if (const char* v = value("--gemm=")) o.gemms = split(v);
     else if (const char* v = value("--impls=")) o.impls = split(v);
     else if (a == "--trace") o.trace = true;
+    else if (a == "--trace-each") o.trace = o.trace_each = true;
     else if (const char* v = value("--knobs=")) {
       o.knobs.clear();
       for (const std::string& item : split(v)) {
@@ -286,7 +292,7 @@ int main(int argc, char** argv) {
           std::string name = "megakernel/" + shape + "/" + routing + "/fwd";
           if (knobs != std::pair<int32_t, int32_t>{0, 0})
             name += "/comm" + std::to_string(knobs.first) + "-rows" + std::to_string(knobs.second);
-          benchmark::RegisterBenchmark(name.c_str(), bench_megakernel, shape, routing, o.seed, o.trace, knobs)
+          benchmark::RegisterBenchmark(name.c_str(), bench_megakernel, shape, routing, o.seed, o.trace, o.trace_each, knobs)
               ->UseManualTime()
               ->Unit(benchmark::kMillisecond)
               ->Iterations(o.timed);

@@ -52,9 +52,16 @@ DETMOE_DEVICE void run_producer(const CUtensorMap* map_a, const CUtensorMap* map
 // stage released as soon as the wgmma reading it has finished. Shared verbatim by the GEMM
 // kernel and the fused layer kernel (megakernel/layer/), so both run the same instruction
 // sequence and a tile's bits depend only on its operands. k_blocks = 0 leaves acc untouched.
-template <class Operands, class Cfg>
+// `after_first_stage()` runs once, after the first k-block's wgmmas are issued: the first full
+// stage orders it after everything the producer acquired before loading the tile (the fused
+// kernel's GEMM2 looks up its output rows there, under the wgmmas).
+struct NoHook {
+  DETMOE_DEVICE void operator()() const {}
+};
+template <class Operands, class Cfg, class AfterFirstStage = NoHook>
 DETMOE_DEVICE void consume_k_blocks(int wg, int32_t k_blocks, const SmemLayout<Cfg>& smem, const Pipeline<Cfg>& pipe,
-                                    PipelineState<Cfg::kStages>& st, float (&acc)[Cfg::kAccumulators]) {
+                                    PipelineState<Cfg::kStages>& st, float (&acc)[Cfg::kAccumulators],
+                                    AfterFirstStage&& after_first_stage = AfterFirstStage{}) {
   if (k_blocks > 0) {
     int32_t previous_stage = 0;
     for (int32_t kb = 0; kb < k_blocks; ++kb) {
@@ -71,6 +78,7 @@ DETMOE_DEVICE void consume_k_blocks(int wg, int32_t k_blocks, const SmemLayout<C
       }
       ptx::wgmma_commit_group();
       ptx::fence_accumulators(acc);
+      if (kb == 0) after_first_stage();
       // Keep this k-block's wgmmas in flight; the previous one is done, release its stage.
       ptx::wgmma_wait_group<1>();
       if (kb > 0) pipe.consumer_release(previous_stage);

@@ -131,7 +131,7 @@ DETMOE_DEVICE void place_and_dispatch(const LayerParams& p, const LaunchContext&
     unsigned long long* ready = rank_counters(p, d) + p.counters.dispatch_ready + mb_base;
     for (int32_t mb = pos / kRowsPerMBlock; mb <= (pos + count - 1) / kRowsPerMBlock; ++mb) {
       const int32_t lo = max(pos, mb * kRowsPerMBlock), hi = min(pos + count, (mb + 1) * kRowsPerMBlock);
-      signal_add(ready + mb, ctx.epoch, static_cast<uint32_t>(hi - lo));
+      signal_stamped(ready + mb, static_cast<uint32_t>(hi - lo));
     }
   }
   copy_barrier();  // hist lives in warpgroup 0's staging slab: read out before its next epilogue

@@ -96,11 +96,11 @@ DETMOE_DEVICE void run_consumer_tasks(const LayerParams& p, const LaunchContext&
       fence_acq_rel_gpu();
       ptx::named_barrier_sync(1 + wg, 128);
       if (pending_run.counter != nullptr && !launch_aborted(ctx))
-        signal_add(pending_run.counter, ctx.epoch, pending_run.amount);
+        signal_stamped(pending_run.counter, pending_run.amount);
     } else if (issuer) {
       out.drain();  // this warpgroup's TMA stores are complete in global memory
       fence_proxy_async_global();
-      if (!launch_aborted(ctx)) signal_add(pending, ctx.epoch, 1);
+      if (!launch_aborted(ctx)) signal_stamped(pending, 1);
     }
     pending_phase = Phase::kDone;
   };

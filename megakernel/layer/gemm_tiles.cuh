@@ -154,16 +154,44 @@ DETMOE_DEVICE SlotRun slot_run_of(const LayerParams& p, int32_t plan_row0, int32
           static_cast<uint32_t>(end - static_cast<int32_t>(lane))};
 }
 
+// Where a warpgroup's GEMM2 rows go and the slots-ready signal it will owe: looked up during the
+// tile's mainloop, so the loads (the dispatch's row tables, in L2) complete under the wgmmas
+// instead of stalling the epilogue.
+struct ScatterRows {
+  int32_t slot[4];  // rows thread/8 + 16i: global slot g·k + j of the row, −1: none
+  SlotRun run;
+};
+
+// All 32 lanes of each warp call it (slot_run_of's ballot). plan_row0: the warpgroup's first plan
+// row; rows: how many of its 64 rows belong to the tile (≤ 0: none).
+DETMOE_DEVICE ScatterRows scatter_rows_of(const LayerParams& p, int32_t plan_row0, int32_t rows) {
+  ScatterRows out;
+  const uint32_t thread = threadIdx.x % 128;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const int32_t r = static_cast<int32_t>(thread / 8) + 16 * i;
+    out.slot[i] = -1;
+    if (r < rows) {
+      const int32_t g = __ldcg(p.ws.row_token + plan_row0 + r);
+      const int32_t j = __ldcg(p.ws.row_slot + plan_row0 + r);
+      // Written by this launch's dispatch, so always in range; checked anyway because a stale
+      // table (after an abort) must never send a store outside y.
+      if (g >= 0 && g < p.P * p.T && j >= 0 && j < p.k) out.slot[i] = g * p.k + j;
+    }
+  }
+  out.run = rows > 0 ? slot_run_of(p, plan_row0, rows, static_cast<int32_t>(thread)) : SlotRun{nullptr, 0};
+  return out;
+}
+
 // GEMM2's epilogue with the combine fused in: row i of the warpgroup's 64 rows is plan row
 // plan_row0 + i = (source rank s, token t, slot j) and goes straight to y_slots(s)[t·k + j], so
 // there is no y_sorted buffer and no separate combine pass. Each 64-column slab is written with
 // stmatrix as for a TMA store and copied out by the warpgroup: 8 lanes per row, so every row's
 // piece is one whole aligned 128-byte line (H is a multiple of 64).
 struct ScatterRowsEpilogue {
-  // Returns the slots-ready signal this thread owes once the stores have landed (computed here,
-  // where the accumulators are dead, so the pending signal costs two registers).
+  // Returns the slots-ready signal this thread owes once the stores have landed.
   DETMOE_DEVICE static SlotRun apply(const float (&acc)[Cfg::kAccumulators], const gemm::EpilogueTile& t,
-                                     const LayerParams& p, const LaunchContext& ctx, int32_t plan_row0,
+                                     const LayerParams& p, const LaunchContext& ctx, const ScatterRows& where,
                                      gemm::SlabStore& out) {
     const int32_t rows = min(Cfg::kWarpgroupRows, t.row_end - t.row);
     if (rows <= 0) return {nullptr, 0};
@@ -172,19 +200,6 @@ struct ScatterRowsEpilogue {
     // After an abort the accumulators are garbage and the row tables may be stale: the slabs
     // are still written and their barriers taken (uniformly), but nothing leaves the CTA.
     const bool aborted = launch_aborted(ctx);
-    int32_t slot[4];  // rows thread/8 + 16i: global slot g·k + j of the row, −1: none
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const int32_t r = static_cast<int32_t>(thread / 8) + 16 * i;
-      slot[i] = -1;
-      if (r < rows && !aborted) {
-        const int32_t g = __ldcg(p.ws.row_token + plan_row0 + r);
-        const int32_t j = __ldcg(p.ws.row_slot + plan_row0 + r);
-        // Written by this launch's dispatch, so always in range; checked anyway because a
-        // stale table must never send a store outside y.
-        if (g >= 0 && g < p.P * p.T && j >= 0 && j < p.k) slot[i] = g * p.k + j;
-      }
-    }
     const int32_t rank_slots = p.T * p.k;
 #pragma unroll
     for (int s = 0; s < 4; ++s) {
@@ -195,16 +210,16 @@ struct ScatterRowsEpilogue {
           [&](uint32_t slab) {
 #pragma unroll
             for (int i = 0; i < 4; ++i) {
-              if (slot[i] < 0) continue;
+              if (where.slot[i] < 0 || aborted) continue;
               const uint32_t r = thread / 8 + 16 * i;
               const uint4 v = ptx::ld_shared_v4(slab + r * 128 + ((piece ^ (r & 7u)) << 4));
-              uint16_t* row = y_slots(p, slot[i] / rank_slots) + static_cast<int64_t>(slot[i] % rank_slots) * p.H;
+              uint16_t* row = y_slots(p, where.slot[i] / rank_slots) +
+                              static_cast<int64_t>(where.slot[i] % rank_slots) * p.H;
               *reinterpret_cast<uint4*>(row + col + piece * 8) = v;
             }
           });
     }
-    const SlotRun run = slot_run_of(p, plan_row0, rows, static_cast<int32_t>(thread));  // every lane
-    return aborted ? SlotRun{nullptr, 0} : run;
+    return aborted ? SlotRun{nullptr, 0} : where.run;
   }
 };
 
@@ -217,16 +232,25 @@ DETMOE_DEVICE SlotRun consume_tile(int wg, const LayerTile& t, TileEpilogue epil
                                    const LayerParams& p, const LaunchContext& ctx, int32_t plan_row0,
                                    const Smem& smem, const Pipe& pipe, Stage& st, gemm::SlabStore& out,
                                    float (&acc)[Cfg::kAccumulators], BeforeEpilogue&& before_epilogue) {
+  const int32_t wg_row = t.c_row + wg * Cfg::kWarpgroupRows;
+  // GEMM2's output rows are looked up once the first stage has arrived (the producer acquired
+  // the tile's inputs, and with them the dispatch's row tables, before loading it).
+  ScatterRows where{};
+  auto look_up_rows = [&] {
+    if (epilogue == TileEpilogue::kScatterRows)
+      where = scatter_rows_of(p, plan_row0 + wg * Cfg::kWarpgroupRows, min(Cfg::kWarpgroupRows, t.c_end - wg_row));
+  };
   // Always the full mainloop, even for a warpgroup whose 64 rows are all past the expert's end:
   // letting such a warpgroup pass the stages on without wgmma hung the H200 (producer waiting
   // on an empty barrier, consumers on a full one; bisected 2026-12-02, cause not found).
-  gemm::consume_k_blocks<Operands, Cfg>(wg, t.k_blocks, smem, pipe, st, acc);
+  gemm::consume_k_blocks<Operands, Cfg>(wg, t.k_blocks, smem, pipe, st, acc, look_up_rows);
+  if (t.k_blocks == 0) look_up_rows();
   TaskTracer::mainloop_done(p);
   before_epilogue();
   TaskTracer::epilogue_start(p);
   const uint32_t thread = threadIdx.x % 128;
   gemm::EpilogueTile et;
-  et.row = t.c_row + wg * Cfg::kWarpgroupRows;
+  et.row = wg_row;
   et.row_end = t.c_end;
   et.col0 = t.col0;
   et.warp = thread / 32;
@@ -236,7 +260,7 @@ DETMOE_DEVICE SlotRun consume_tile(int wg, const LayerTile& t, TileEpilogue epil
       SplitSwiGLUEpilogue::apply(acc, et, out_cols, map_c, map_h, store_h, out);
       break;
     case TileEpilogue::kScatterRows:
-      return ScatterRowsEpilogue::apply(acc, et, p, ctx, plan_row0 + wg * Cfg::kWarpgroupRows, out);
+      return ScatterRowsEpilogue::apply(acc, et, p, ctx, where, out);
     case TileEpilogue::kStore: {
       gemm::KernelParams kp{};
       kp.epilogue = static_cast<int32_t>(gemm::Epilogue::kStoreBF16);
