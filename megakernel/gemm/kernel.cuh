@@ -48,37 +48,26 @@ DETMOE_DEVICE void run_producer(const CUtensorMap* map_a, const CUtensorMap* map
   }
 }
 
-// The consumer mainloop of one tile: k_blocks stages of m64n256k16 wgmmas into `acc`, each
-// stage released as soon as the wgmma reading it has finished. Shared verbatim by the GEMM
-// kernel and the fused layer kernel (megakernel/layer/), so both run the same instruction
-// sequence and a tile's bits depend only on its operands. k_blocks = 0 leaves acc untouched.
-// `after_first_stage()` runs once, after the first k-block's wgmmas are issued: the first full
-// stage orders it after everything the producer acquired before loading the tile (the fused
-// kernel's GEMM2 looks up its output rows there, under the wgmmas).
-struct NoHook {
-  DETMOE_DEVICE void operator()() const {}
-};
-template <class Operands, class Cfg, class AfterFirstStage = NoHook>
-DETMOE_DEVICE void consume_k_blocks(int wg, int32_t k_blocks, const SmemLayout<Cfg>& smem, const Pipeline<Cfg>& pipe,
-                                    PipelineState<Cfg::kStages>& st, float (&acc)[Cfg::kAccumulators],
-                                    AfterFirstStage&& after_first_stage = AfterFirstStage{}) {
+// The consumer mainloop skeleton: k_blocks stages, each waited for, handed to
+// `issue(stage, first)` (which issues the stage's wgmmas; `first`: the tile's first k-block, whose
+// first k16 step overwrites the accumulators) and released as soon as the wgmmas reading it have
+// finished. The layer kernel (megakernel/layer/) plugs in narrower wgmma shapes for partial
+// tiles; the stage handshake is the same for every shape, so both consumer warpgroups always
+// pass every stage in step. `fence()` applies ptx::fence_accumulators to the accumulator
+// registers the wgmmas write (the compiler must not move their reads or writes across the wgmma
+// fences and waits).
+template <class Cfg, class Fence, class Issue>
+DETMOE_DEVICE void consume_stages(int32_t k_blocks, const Pipeline<Cfg>& pipe, PipelineState<Cfg::kStages>& st,
+                                  Fence&& fence, Issue&& issue) {
   if (k_blocks > 0) {
     int32_t previous_stage = 0;
     for (int32_t kb = 0; kb < k_blocks; ++kb) {
       pipe.consumer_wait(st);
-      const uint64_t desc_a = Operands::a_desc(smem.a_stage(st.stage), wg);
-      const uint64_t desc_b = Operands::b_desc(smem.b_stage(st.stage));
-      ptx::fence_accumulators(acc);
+      fence();
       ptx::wgmma_fence();
-#pragma unroll
-      for (int kk = 0; kk < Cfg::kBlockK / 16; ++kk) {
-        ptx::wgmma_m64n256k16_bf16<Operands::kTransA, Operands::kTransB>(
-            acc, ptx::desc_advance(desc_a, kk * Operands::kKStepA), ptx::desc_advance(desc_b, kk * Operands::kKStepB),
-            (kb > 0 || kk > 0) ? 1u : 0u);
-      }
+      issue(st.stage, kb == 0);
       ptx::wgmma_commit_group();
-      ptx::fence_accumulators(acc);
-      if (kb == 0) after_first_stage();
+      fence();
       // Keep this k-block's wgmmas in flight; the previous one is done, release its stage.
       ptx::wgmma_wait_group<1>();
       if (kb > 0) pipe.consumer_release(previous_stage);
@@ -86,9 +75,30 @@ DETMOE_DEVICE void consume_k_blocks(int wg, int32_t k_blocks, const SmemLayout<C
       st.advance();
     }
     ptx::wgmma_wait_group<0>();
-    ptx::fence_accumulators(acc);
+    fence();
     pipe.consumer_release(previous_stage);
   }
+}
+
+// The consumer mainloop of one tile: k_blocks stages of m64n256k16 wgmmas into `acc`. Shared
+// verbatim by the GEMM kernel and the fused layer kernel (full tiles), so both run the same
+// instruction sequence and a tile's bits depend only on its operands. k_blocks = 0 leaves acc
+// untouched.
+template <class Operands, class Cfg>
+DETMOE_DEVICE void consume_k_blocks(int wg, int32_t k_blocks, const SmemLayout<Cfg>& smem, const Pipeline<Cfg>& pipe,
+                                    PipelineState<Cfg::kStages>& st, float (&acc)[Cfg::kAccumulators]) {
+  consume_stages<Cfg>(
+      k_blocks, pipe, st, [&] { ptx::fence_accumulators(acc); },
+      [&](int32_t stage, bool first) {
+        const uint64_t desc_a = Operands::a_desc(smem.a_stage(stage), wg);
+        const uint64_t desc_b = Operands::b_desc(smem.b_stage(stage));
+#pragma unroll
+        for (int kk = 0; kk < Cfg::kBlockK / 16; ++kk) {
+          ptx::wgmma_m64n256k16_bf16<Operands::kTransA, Operands::kTransB>(
+              acc, ptx::desc_advance(desc_a, kk * Operands::kKStepA),
+              ptx::desc_advance(desc_b, kk * Operands::kKStepB), (!first || kk > 0) ? 1u : 0u);
+        }
+      });
 }
 
 template <Layout kLayout, class Epi, class Cfg>

@@ -58,6 +58,33 @@ enum class TileEpilogue : int32_t {
   kScatterRows,  // routed GEMM2: rows straight to their tokens' y slots (the combine)
 };
 
+// Which wgmma shape a tile's consumers use. Partial tiles spent tensor work on rows past their
+// expert's end and on columns past F or H (gpt-oss: 571 m-blocks for 512 of rows, the extra ones
+// mostly under 64 rows; F = H = 2880 leaves a 64-column last tile in both GEMMs): ≈ 13 % of the
+// executed MMAs, and the H200 runs this kernel at its 700 W cap, where time follows the energy
+// spent, zeros included. Both consumer warpgroups still take every stage of the tile in step —
+// only the instruction shape differs — so the pipeline stays symmetric (a warpgroup passing
+// stages on without wgmma hung the H200; see consume_tile). The stage's loads never change.
+enum class TileShape : int32_t {
+  kFull,          // each warpgroup: its 64 rows × all 256 B rows, m64n256
+  kSplitColumns,  // GEMM2, ≤ 64 rows: both warpgroups on A rows 0–63, warpgroup w on B rows
+                  // 128w…+127 (m64n128)
+  kNarrow,        // GEMM2, ≤ 128 valid columns: each warpgroup its 64 rows, m64n64 (≤ 64) or
+                  // m64n128
+  kHalfRows,      // GEMM1, ≤ 64 rows: warpgroup 0 its 64 rows in m64n256; warpgroup 1, whose rows
+                  // are all past the expert's end, the narrowest form (m64n16) on them, so it
+                  // still passes every stage through wgmma but spends 1/16 of the tensor work
+};
+
+// A pure function of the tile (rows left in the expert, columns left in F or H), so both consumer
+// warpgroups agree on it. The producer's loads are the same for every shape.
+DETMOE_DEVICE TileShape tile_shape(const LayerTile& t) {
+  const bool few_rows = t.a_end - t.a_row <= Cfg::kWarpgroupRows;
+  if (t.up_row >= 0) return few_rows ? TileShape::kHalfRows : TileShape::kFull;  // GEMM1
+  if (few_rows) return TileShape::kSplitColumns;
+  return t.b_end - t.b_row <= 128 ? TileShape::kNarrow : TileShape::kFull;
+}
+
 // Producer (one thread): the k-blocks of one tile into the stage ring. `fake` fills each stage
 // with an arrival and no data: after an abort the consumers still drain the same stage sequence
 // and nobody hangs.
@@ -119,7 +146,8 @@ struct SplitSwiGLUEpilogue {
   }
 };
 
-// A signal owed once a warpgroup's y rows have landed: `amount` rows to `counter` (null: none).
+// A signal owed once a warpgroup's y rows have landed: `amount` row-slabs to `counter` (null:
+// none).
 struct SlotRun {
   unsigned long long* counter;
   uint32_t amount;
@@ -128,11 +156,13 @@ struct SlotRun {
 // The signal thread `thread` of a warpgroup owes for its rows [plan_row0, plan_row0 + rows) of a
 // GEMM2 tile: one per run of rows of the same (source rank, sum chunk) inside a warp, sent by
 // the run's first lane. Rows are sorted by global token, so such rows are contiguous; a run that
-// crosses a warp boundary is signalled in two parts. A sum chunk is complete at n·k·⌈H/256⌉:
-// every row, once per GEMM2 column tile. Found with one load per lane and a ballot (a serial
-// scan along a run cost one dependent load per row, up to 8 per tile on deepseek). All 32 lanes
-// of each warp must call it.
-DETMOE_DEVICE SlotRun slot_run_of(const LayerParams& p, int32_t plan_row0, int32_t rows, int32_t thread) {
+// crosses a warp boundary is signalled in two parts. The count is in row-slabs (64 columns of one
+// row; `slabs` per row here), so a sum chunk is complete at n·k·H/64 whichever warpgroup stored
+// which columns (split tiles give each warpgroup half the columns). Found with one load per lane
+// and a ballot (a serial scan along a run cost one dependent load per row, up to 8 per tile on
+// deepseek). All 32 lanes of each warp must call it.
+DETMOE_DEVICE SlotRun slot_run_of(const LayerParams& p, int32_t plan_row0, int32_t rows, int32_t slabs,
+                                  int32_t thread) {
   const uint32_t lane = ptx::lane_id();
   const bool mine = thread < rows;
   int32_t s = 0, chunk = 0;
@@ -151,7 +181,7 @@ DETMOE_DEVICE SlotRun slot_run_of(const LayerParams& p, int32_t plan_row0, int32
   const uint32_t later = lane == 31 ? 0u : starts & (~0u << (lane + 1));
   const int32_t end = later != 0 ? __ffs(later) - 1 : 32 - __clz(owned);
   return {rank_counters(p, s) + p.counters.slots_ready + chunk,
-          static_cast<uint32_t>(end - static_cast<int32_t>(lane))};
+          static_cast<uint32_t>((end - static_cast<int32_t>(lane)) * slabs)};
 }
 
 // Where a warpgroup's GEMM2 rows go and the slots-ready signal it will owe: looked up during the
@@ -163,8 +193,8 @@ struct ScatterRows {
 };
 
 // All 32 lanes of each warp call it (slot_run_of's ballot). plan_row0: the warpgroup's first plan
-// row; rows: how many of its 64 rows belong to the tile (≤ 0: none).
-DETMOE_DEVICE ScatterRows scatter_rows_of(const LayerParams& p, int32_t plan_row0, int32_t rows) {
+// row; rows: how many of its 64 rows belong to the tile (≤ 0: none); slabs: its 64-column slabs.
+DETMOE_DEVICE ScatterRows scatter_rows_of(const LayerParams& p, int32_t plan_row0, int32_t rows, int32_t slabs) {
   ScatterRows out;
   const uint32_t thread = threadIdx.x % 128;
 #pragma unroll
@@ -179,7 +209,8 @@ DETMOE_DEVICE ScatterRows scatter_rows_of(const LayerParams& p, int32_t plan_row
       if (g >= 0 && g < p.P * p.T && j >= 0 && j < p.k) out.slot[i] = g * p.k + j;
     }
   }
-  out.run = rows > 0 ? slot_run_of(p, plan_row0, rows, static_cast<int32_t>(thread)) : SlotRun{nullptr, 0};
+  out.run = rows > 0 && slabs > 0 ? slot_run_of(p, plan_row0, rows, slabs, static_cast<int32_t>(thread))
+                                  : SlotRun{nullptr, 0};
   return out;
 }
 
@@ -187,14 +218,16 @@ DETMOE_DEVICE ScatterRows scatter_rows_of(const LayerParams& p, int32_t plan_row
 // plan_row0 + i = (source rank s, token t, slot j) and goes straight to y_slots(s)[t·k + j], so
 // there is no y_sorted buffer and no separate combine pass. Each 64-column slab is written with
 // stmatrix as for a TMA store and copied out by the warpgroup: 8 lanes per row, so every row's
-// piece is one whole aligned 128-byte line (H is a multiple of 64).
+// piece is one whole aligned 128-byte line (H is a multiple of 64). The warpgroup's columns are
+// [col0, col_end) with col_end ≤ H.
 struct ScatterRowsEpilogue {
   // Returns the slots-ready signal this thread owes once the stores have landed.
   DETMOE_DEVICE static SlotRun apply(const float (&acc)[Cfg::kAccumulators], const gemm::EpilogueTile& t,
-                                     const LayerParams& p, const LaunchContext& ctx, const ScatterRows& where,
-                                     gemm::SlabStore& out) {
+                                     int32_t col_end, const LayerParams& p, const LaunchContext& ctx,
+                                     const ScatterRows& where, gemm::SlabStore& out) {
     const int32_t rows = min(Cfg::kWarpgroupRows, t.row_end - t.row);
-    if (rows <= 0) return {nullptr, 0};
+    const int32_t slabs = min(4, (col_end - t.col0) / 64);
+    if (rows <= 0 || slabs <= 0) return {nullptr, 0};
     const uint32_t thread = t.warp * 32 + t.lane;
     const uint32_t piece = thread % 8;  // 16-byte piece of a 128-byte row
     // After an abort the accumulators are garbage and the row tables may be stale: the slabs
@@ -204,7 +237,7 @@ struct ScatterRowsEpilogue {
 #pragma unroll
     for (int s = 0; s < 4; ++s) {
       const int32_t col = t.col0 + 64 * s;
-      if (col >= p.H) break;  // uniform: the tile's columns past H
+      if (s >= slabs) break;  // uniform: columns past H or another warpgroup's
       out.copy_out(
           [&](uint32_t slab) { gemm::write_bf16_slab(slab, t.warp, t.lane, [&](int j) { return acc[32 * s + j]; }); },
           [&](uint32_t slab) {
@@ -223,48 +256,117 @@ struct ScatterRowsEpilogue {
   }
 };
 
-// Consumer warpgroup: mainloop (the GEMM core's, verbatim), `before_epilogue()`, then the
-// epilogue of its 64 rows. plan_row0: the plan row of the tile's first row (kScatterRows). Returns
-// the slots-ready signal this thread owes (kScatterRows), else none.
+// The mainloop with a narrower form: one m64nN wgmma (N = 128, 64 or 16) per k16 step into
+// registers 0 … N/2 − 1, on A rows of warpgroup `a_wg` and B rows from `b_offset` bytes into the
+// stage. One branch-free issue function per form: a runtime choice between forms inside the
+// k-loop makes ptxas serialise the wgmmas (C7520).
+template <int kN>
+DETMOE_DEVICE void consume_narrow(int32_t k_blocks, int a_wg, uint32_t b_offset, const Smem& smem, const Pipe& pipe,
+                                  Stage& st, float (&acc)[Cfg::kAccumulators]) {
+  static_assert(kN == 16 || kN == 64 || kN == 128, "the narrower forms");
+  constexpr int kT = Operands::kTransA, kU = Operands::kTransB;
+  static_assert(kT == 0 && kU == 0, "row offsets into the stages assume K-major A and B");
+  gemm::consume_stages<Cfg>(
+      k_blocks, pipe, st, [&] { ptx::fence_accumulators_first<kN / 2>(acc); },
+      [&](int32_t stage, bool first) {
+        const uint64_t a = Operands::a_desc(smem.a_stage(stage), a_wg);
+        const uint64_t b = ptx::desc_advance(Operands::b_desc(smem.b_stage(stage)), b_offset);
+#pragma unroll
+        for (int kk = 0; kk < Cfg::kBlockK / 16; ++kk) {
+          const uint64_t ak = ptx::desc_advance(a, kk * Operands::kKStepA);
+          const uint64_t bk = ptx::desc_advance(b, kk * Operands::kKStepB);
+          const uint32_t scale = (!first || kk > 0) ? 1u : 0u;
+          if constexpr (kN == 128) {
+            ptx::wgmma_m64n128k16_bf16<kT, kU>(acc, ak, bk, scale);
+          } else if constexpr (kN == 64) {
+            ptx::wgmma_m64n64k16_bf16<kT, kU>(acc, ak, bk, scale);
+          } else {
+            ptx::wgmma_m64n16k16_bf16<kT, kU>(acc, ak, bk, scale);
+          }
+        }
+      });
+}
+
+// The mainloop of one tile in its shape. Every form keeps the m64n256 form's k16 sequence, and a
+// narrower instruction computes the same output elements as the matching columns of the wider
+// one, so a row's bits do not depend on the shape its tile got (D3 checks it: a token subset
+// moves rows between full and partial tiles; the property test moves them between shapes too).
+DETMOE_DEVICE void consume_shaped(int wg, TileShape shape, const LayerTile& t, const Smem& smem, const Pipe& pipe,
+                                  Stage& st, float (&acc)[Cfg::kAccumulators]) {
+  constexpr uint32_t kRowBytes = Cfg::kBlockK * 2;  // one K-major B row of a stage
+  switch (shape) {
+    case TileShape::kFull:
+      gemm::consume_k_blocks<Operands, Cfg>(wg, t.k_blocks, smem, pipe, st, acc);
+      return;
+    case TileShape::kSplitColumns:
+      // A rows 0–63 for both; warpgroup w takes stage rows 128w…+127.
+      consume_narrow<128>(t.k_blocks, 0, wg * 128 * kRowBytes, smem, pipe, st, acc);
+      return;
+    case TileShape::kNarrow:
+      if (t.b_end - t.b_row <= 64) {
+        consume_narrow<64>(t.k_blocks, wg, 0, smem, pipe, st, acc);
+      } else {
+        consume_narrow<128>(t.k_blocks, wg, 0, smem, pipe, st, acc);
+      }
+      return;
+    case TileShape::kHalfRows:
+      if (wg == 0) {
+        gemm::consume_k_blocks<Operands, Cfg>(wg, t.k_blocks, smem, pipe, st, acc);
+      } else {
+        consume_narrow<16>(t.k_blocks, wg, 0, smem, pipe, st, acc);
+      }
+      return;
+  }
+}
+
+// Consumer warpgroup: mainloop in the tile's shape, `before_epilogue()`, then the epilogue of the
+// warpgroup's window — its 64 rows × the tile's columns, or with a split shape rows 0–63 × its
+// part of the columns. Either way the window's columns sit in the registers where a full tile
+// keeps its first columns, so the epilogues are the full tile's, told where the window ends. plan_row0: the plan row of the
+// tile's first row (kScatterRows). Returns the slots-ready signal this thread owes
+// (kScatterRows), else none.
 template <class BeforeEpilogue>
 DETMOE_DEVICE SlotRun consume_tile(int wg, const LayerTile& t, TileEpilogue epilogue, int32_t out_cols,
                                    const CUtensorMap* map_c, const CUtensorMap* map_h, bool store_h,
                                    const LayerParams& p, const LaunchContext& ctx, int32_t plan_row0,
                                    const Smem& smem, const Pipe& pipe, Stage& st, gemm::SlabStore& out,
                                    float (&acc)[Cfg::kAccumulators], BeforeEpilogue&& before_epilogue) {
-  const int32_t wg_row = t.c_row + wg * Cfg::kWarpgroupRows;
-  // GEMM2's output rows are looked up once the first stage has arrived (the producer acquired
-  // the tile's inputs, and with them the dispatch's row tables, before loading it).
+  const TileShape shape = tile_shape(t);
+  const bool split = shape == TileShape::kSplitColumns;
+  constexpr int32_t split_cols = 128;  // a split warpgroup's columns: half of GEMM2's 256
+  const uint32_t thread = threadIdx.x % 128;
+  gemm::EpilogueTile et;
+  et.row = t.c_row + (split ? 0 : wg * Cfg::kWarpgroupRows);
+  et.row_end = t.c_end;
+  et.col0 = t.col0 + (split ? wg * split_cols : 0);
+  et.warp = thread / 32;
+  et.lane = thread % 32;
+  const int32_t col_end = split ? min(out_cols, et.col0 + split_cols) : out_cols;
+  // Every warpgroup passes every stage through wgmma, even one with no rows of its own: letting
+  // such a warpgroup pass the stages on without wgmma hung the H200 (producer waiting on an
+  // empty barrier, consumers on a full one; bisected 2026-12-02, cause not found).
+  consume_shaped(wg, shape, t, smem, pipe, st, acc);
+  // GEMM2's output rows, looked up after the mainloop: the producer acquired the tile's inputs,
+  // and with them the dispatch's row tables, before loading it. (Looking them up under the
+  // mainloop saved ≈ 1.3 µs per tile on the H200 but made ptxas spill once the narrower forms
+  // were in; at the 700 W cap the epilogue's idle time is not what limits.)
   ScatterRows where{};
-  auto look_up_rows = [&] {
-    if (epilogue == TileEpilogue::kScatterRows)
-      where = scatter_rows_of(p, plan_row0 + wg * Cfg::kWarpgroupRows, min(Cfg::kWarpgroupRows, t.c_end - wg_row));
-  };
-  // Always the full mainloop, even for a warpgroup whose 64 rows are all past the expert's end:
-  // letting such a warpgroup pass the stages on without wgmma hung the H200 (producer waiting
-  // on an empty barrier, consumers on a full one; bisected 2026-12-02, cause not found).
-  gemm::consume_k_blocks<Operands, Cfg>(wg, t.k_blocks, smem, pipe, st, acc, look_up_rows);
-  if (t.k_blocks == 0) look_up_rows();
+  if (epilogue == TileEpilogue::kScatterRows)
+    where = scatter_rows_of(p, plan_row0 + (et.row - t.c_row), min(Cfg::kWarpgroupRows, t.c_end - et.row),
+                            min(4, (col_end - et.col0) / 64));
   TaskTracer::mainloop_done(p);
   before_epilogue();
   TaskTracer::epilogue_start(p);
-  const uint32_t thread = threadIdx.x % 128;
-  gemm::EpilogueTile et;
-  et.row = wg_row;
-  et.row_end = t.c_end;
-  et.col0 = t.col0;
-  et.warp = thread / 32;
-  et.lane = thread % 32;
   switch (epilogue) {
     case TileEpilogue::kSwiGLU:
       SplitSwiGLUEpilogue::apply(acc, et, out_cols, map_c, map_h, store_h, out);
       break;
     case TileEpilogue::kScatterRows:
-      return ScatterRowsEpilogue::apply(acc, et, p, ctx, where, out);
+      return ScatterRowsEpilogue::apply(acc, et, col_end, p, ctx, where, out);
     case TileEpilogue::kStore: {
       gemm::KernelParams kp{};
       kp.epilogue = static_cast<int32_t>(gemm::Epilogue::kStoreBF16);
-      kp.out_cols = out_cols;
+      kp.out_cols = col_end;  // slabs at or past it are skipped, not clipped: col_end is 64-aligned
       gemm::StoreEpilogue::apply<Cfg>(acc, t.k_blocks == 0, et, kp, map_c, nullptr, out);
       break;
     }
