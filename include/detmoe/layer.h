@@ -67,6 +67,9 @@ struct LayerTaskTrace {
   // The plan's record: the CTA's SM cycles from the launch's start to its last task (the SM
   // clock is cycles over that time); 0 otherwise.
   int64_t sm_cycles = 0;
+  // GEMM tasks: the wgmma form (megakernel TileShape: 0 full, 1 split columns, 2 narrow, 3 half
+  // rows).
+  int32_t tile_shape = 0;
 };
 
 // Forward arguments: one entry per rank (P entries in loopback), as for the reference layer.

@@ -229,7 +229,8 @@ StatusOr<std::vector<LayerTaskTrace>> Layer::downloaded_trace() const {
       if (mk::task_kind(t.task) == mk::TaskKind::kPlan)
         t.sm_cycles = static_cast<int64_t>(r[3]);
       else if (r[3] != 0) {
-        t.mainloop_end_ns = t.start_ns + static_cast<int64_t>(r[3] >> 32);
+        t.mainloop_end_ns = t.start_ns + static_cast<int64_t>((r[3] >> 32) & 0x0fffffffull);
+        t.tile_shape = static_cast<int32_t>(r[3] >> 60);
         t.epilogue_start_ns = t.start_ns + static_cast<int64_t>(r[3] & 0xffffffffull);
       }
       out.push_back(t);

@@ -28,6 +28,8 @@ TraceSummary summarize_trace(const std::vector<LayerTaskTrace>& trace) {
   s.span_us = static_cast<double>(t1 - t0) * 1e-3;
   std::array<TracePhase, kNames.size()> by_kind{};
   std::array<int64_t, kNames.size()> split_tasks{};
+  constexpr int kForms = 16;
+  std::array<std::array<TraceTileForm, kForms>, kNames.size()> forms{};
   // Per CTA: its plan record's start and SM cycles, and its last end.
   std::vector<int64_t> cta_start(static_cast<size_t>(s.ctas), -1), cta_end(static_cast<size_t>(s.ctas), 0),
       cta_cycles(static_cast<size_t>(s.ctas), 0);
@@ -46,6 +48,10 @@ TraceSummary summarize_trace(const std::vector<LayerTaskTrace>& trace) {
       ph.signal_us += static_cast<double>(r.epilogue_start_ns - r.mainloop_end_ns) * 1e-3;
       ph.epilogue_us += static_cast<double>(r.end_ns - r.epilogue_start_ns) * 1e-3;
       ++split_tasks[kind];
+      TraceTileForm& f = forms[kind][static_cast<size_t>(r.tile_shape & (kForms - 1))];
+      f.mainloop_us += static_cast<double>(r.mainloop_end_ns - r.start_ns) * 1e-3;
+      f.epilogue_us += static_cast<double>(r.end_ns - r.epilogue_start_ns) * 1e-3;
+      ++f.tasks;
     }
     const auto c = static_cast<size_t>(r.cta);
     if (task_kind(r.task) == TaskKind::kPlan) {
@@ -66,6 +72,16 @@ TraceSummary summarize_trace(const std::vector<LayerTaskTrace>& trace) {
     }
     s.phases.push_back(ph);
   }
+  for (size_t k = 1; k < kNames.size(); ++k)
+    for (int f = 0; f < kForms; ++f) {
+      TraceTileForm form = forms[k][static_cast<size_t>(f)];
+      if (form.tasks == 0) continue;
+      form.kind = kNames[k];
+      form.shape = f;
+      form.mainloop_us /= static_cast<double>(form.tasks);
+      form.epilogue_us /= static_cast<double>(form.tasks);
+      s.forms.push_back(form);
+    }
   double mhz = 0;
   int32_t clocked = 0;
   for (size_t c = 0; c < cta_start.size(); ++c)
@@ -91,6 +107,11 @@ std::string format_trace_summary(const TraceSummary& s) {
                              : std::string("\n");
     busy += p.busy_us;
   }
+  static constexpr std::array<const char*, 4> kForms = {"full", "split columns", "narrow", "half rows"};
+  for (const TraceTileForm& f : s.forms)
+    out += fmt::format("    {:<14} {:<13} {:>8} tiles, mainloop {:.2f} µs, epilogue {:.2f} µs\n", f.kind,
+                       f.shape < static_cast<int32_t>(kForms.size()) ? kForms[static_cast<size_t>(f.shape)] : "?",
+                       f.tasks, f.mainloop_us, f.epilogue_us);
   out += fmt::format("  busy {:.1f} of {:.1f} µs per CTA ({:.0f} %); the rest is waiting between tasks\n", busy,
                      s.span_us, s.span_us > 0 ? 100 * busy / s.span_us : 0.0);
   return out;

@@ -26,11 +26,21 @@ struct TracePhase {
   double epilogue_us = 0;
 };
 
+// GEMM tiles of one kind and wgmma form (megakernel TileShape).
+struct TraceTileForm {
+  std::string kind;   // "GEMM1", …
+  int32_t shape = 0;  // 0 full, 1 split columns, 2 narrow, 3 half rows
+  int64_t tasks = 0;
+  double mainloop_us = 0;  // means per tile, as in TracePhase
+  double epilogue_us = 0;
+};
+
 struct TraceSummary {
   double span_us = 0;    // earliest start → latest end
   int32_t ctas = 0;
   double sm_clock_mhz = 0;  // mean over CTAs of SM cycles / ns from its plan start to its last end
   std::vector<TracePhase> phases;  // in task-kind order, kinds that ran only
+  std::vector<TraceTileForm> forms;  // GEMM kinds × wgmma forms that ran, in that order
 };
 
 TraceSummary summarize_trace(const std::vector<LayerTaskTrace>& trace);

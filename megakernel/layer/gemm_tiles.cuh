@@ -354,7 +354,7 @@ DETMOE_DEVICE SlotRun consume_tile(int wg, const LayerTile& t, TileEpilogue epil
   if (epilogue == TileEpilogue::kScatterRows)
     where = scatter_rows_of(p, plan_row0 + (et.row - t.c_row), min(Cfg::kWarpgroupRows, t.c_end - et.row),
                             min(4, (col_end - et.col0) / 64));
-  TaskTracer::mainloop_done(p);
+  TaskTracer::mainloop_done(p, static_cast<uint32_t>(shape));
   before_epilogue();
   TaskTracer::epilogue_start(p);
   switch (epilogue) {

@@ -2,8 +2,9 @@
 // of each CTA (the first consumer thread, which runs every task of the CTA) appends (task id,
 // start, end, aux) in %globaltimer nanoseconds for the plan and every task it runs, so a profile
 // can split a launch into plan / dispatch / GEMMs / combine / sum / waiting. aux: for a GEMM
-// task, two offsets from its start in ns, (mainloop end << 32) | (previous tile's signal sent,
-// i.e. epilogue start), so the host splits a tile into mainloop, signal and epilogue; for the plan
+// task, the tile's wgmma form in bits 60–63 and two offsets from its start in ns, mainloop end in
+// bits 32–59 and the previous tile's signal sent (i.e. epilogue start) in bits 0–31, so the host
+// splits a tile into mainloop, signal and epilogue per form; for the plan
 // record the SM cycles (clock64) from the launch's start to the CTA's last task, so the host can
 // tell the SM clock of each launch; 0 otherwise. Off (p.trace == null) it costs one predicate per
 // task.
@@ -42,9 +43,12 @@ struct TaskTracer {
     trace_state.aux = 0;
   }
 
-  // A GEMM task's mainloop has ended.
-  static DETMOE_DEVICE void mainloop_done(const LayerParams& p) {
-    if (writer(p)) trace_state.aux = (globaltimer_ns() - trace_state.start) << 32;
+  // A GEMM task's mainloop has ended; `shape` (0–15, layer/gemm_tiles.cuh TileShape) goes to the
+  // top 4 bits, so the host can time each wgmma form apart.
+  static DETMOE_DEVICE void mainloop_done(const LayerParams& p, uint32_t shape) {
+    if (writer(p))
+      trace_state.aux = (((globaltimer_ns() - trace_state.start) & 0x0fffffffull) << 32) |
+                        (static_cast<unsigned long long>(shape & 15u) << 60);
   }
 
   // A GEMM task's epilogue starts (the previous tile's signal has been sent).

@@ -19,7 +19,7 @@ TEST(LayerTrace, SummarisesPhasesByKind) {
       {1, id(TaskKind::kPlan, 0), 1'000'000, 1'012'000, 0, 0, 108'000},
       {0, id(TaskKind::kPlaceDispatch, 0), 1'010'000, 1'030'000},
       {1, id(TaskKind::kGemm1, 3), 1'012'000, 1'052'000, 1'048'000, 1'048'000},
-      {0, id(TaskKind::kGemm1, 0), 1'030'000, 1'070'000, 1'060'000, 1'062'000},
+      {0, id(TaskKind::kGemm1, 0), 1'030'000, 1'070'000, 1'060'000, 1'062'000, 0, 3},
       {1, id(TaskKind::kWeightedSum, 0), 1'060'000, 1'064'000},
   };
   const TraceSummary s = summarize_trace(trace);
@@ -46,6 +46,13 @@ TEST(LayerTrace, SummarisesPhasesByKind) {
   EXPECT_NE(text.find("70.0 µs"), std::string::npos);
   EXPECT_NE(text.find("1844 MHz"), std::string::npos);
   EXPECT_NE(format_trace_line(s).find("GEMM1 busy 40 (33.0+1.0+6.0 µs/task)"), std::string::npos);
+  // Per wgmma form: CTA 1's tile is full (mainloop 36, epilogue 4), CTA 0's half rows (30, 8).
+  ASSERT_EQ(s.forms.size(), 2u);
+  EXPECT_EQ(s.forms[0].shape, 0);
+  EXPECT_DOUBLE_EQ(s.forms[0].mainloop_us, 36.0);
+  EXPECT_EQ(s.forms[1].shape, 3);
+  EXPECT_DOUBLE_EQ(s.forms[1].epilogue_us, 8.0);
+  EXPECT_NE(text.find("half rows"), std::string::npos);
 }
 
 TEST(LayerTrace, EmptyTraceIsAnEmptySummary) {
