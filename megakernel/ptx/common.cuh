@@ -16,13 +16,8 @@ DETMOE_DEVICE uint32_t lane_id() { return threadIdx.x & 31u; }
 // The warp index as a uniform value (the compiler cannot prove threadIdx.x / 32 is uniform).
 DETMOE_DEVICE uint32_t warp_id_uniform() { return __shfl_sync(0xffffffffu, threadIdx.x / 32u, 0); }
 
-// Named barrier over `threads` threads (a multiple of 32). Id 0 is __syncthreads. bar.sync is
-// the .aligned barrier: every thread of a warp must reach it together, so the warp reconverges
-// first. Callers reach it right after one lane's work (`if (tid == 0) { wait; *flag = … }`);
-// without the __syncwarp racecheck saw the other lanes pass the barrier while lane 0 was still
-// writing the flag the barrier was meant to publish (weighted_sum, on the H200).
+// Named barrier over `threads` threads (a multiple of 32). Id 0 is __syncthreads.
 DETMOE_DEVICE void named_barrier_sync(uint32_t id, uint32_t threads) {
-  __syncwarp();
   asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
 }
 
