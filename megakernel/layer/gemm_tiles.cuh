@@ -184,9 +184,8 @@ DETMOE_DEVICE SlotRun slot_run_of(const LayerParams& p, int32_t plan_row0, int32
           static_cast<uint32_t>((end - static_cast<int32_t>(lane)) * slabs)};
 }
 
-// Where a warpgroup's GEMM2 rows go and the slots-ready signal it will owe: looked up during the
-// tile's mainloop, so the loads (the dispatch's row tables, in L2) complete under the wgmmas
-// instead of stalling the epilogue.
+// Where a warpgroup's GEMM2 rows go and the slots-ready signal it will owe, looked up from the
+// dispatch's row tables (in L2) once per tile, before its epilogue.
 struct ScatterRows {
   int32_t slot[4];  // rows thread/8 + 16i: global slot g·k + j of the row, −1: none
   SlotRun run;
