@@ -7,8 +7,9 @@
 // its own epoch with count ≥ target, so a stale value from an earlier launch never passes.
 //
 // Memory ordering (docs/MEGAKERNEL.md "Dependency protocol"):
-//   writer: plain stores → fence.acq_rel.gpu → CTA barrier → one thread's signal (red.release.gpu.add,
-//           or atom.cas.release.gpu for the launch's first signal of a counter)
+//   writer: plain stores → fence.acq_rel.gpu → CTA barrier → one thread's signal (red.release.gpu.add
+//           on a counter the plan stamped with the epoch; the plan's own barrier words start
+//           with atom.cas.release.gpu)
 //           TMA stores   → cp.async.bulk.wait_group 0 → fence.proxy.async.global → signal
 //   reader: one thread spins with ld.acquire.gpu → fence.proxy.async.global if TMA reads next →
 //           CTA (named) barrier → the others read (ld.global.cg: L2, never a stale L1 line)
@@ -95,8 +96,9 @@ DETMOE_DEVICE void record_fault(const LaunchContext& ctx, FaultCode code, unsign
 
 // Makes this thread's earlier writes visible at GPU scope before its later ones (and, through a
 // CTA barrier, before another thread's release signal). acq_rel, not __threadfence()'s
-// fence.sc: the signalling patterns here need release cumulativity only, and the SC fence
-// (MEMBAR.SC.GPU in the SASS) was a visible stall in ncu's samples of the GEMM2 signal.
+// fence.sc: the signalling patterns here need release cumulativity only. (The SC fence,
+// MEMBAR.SC.GPU, showed in ncu's stall samples of the GEMM2 signal; replacing it changed no
+// measured time on the H200.)
 DETMOE_DEVICE void fence_acq_rel_gpu() { asm volatile("fence.acq_rel.gpu;" ::: "memory"); }
 
 DETMOE_DEVICE void red_add_release_u64(unsigned long long* p, unsigned long long n) {
@@ -118,11 +120,11 @@ DETMOE_DEVICE void signal_add(unsigned long long* counter, uint32_t epoch, uint3
   red_add_release_u64(counter, n);
 }
 
-// Adds n to a dependency counter that already carries this launch's epoch: the plan stamps
-// every rank's counters with (epoch << 32) | 0 before its first grid barrier
-// (stamp_dependency_counters), so a task's signal is one fire-and-forget red.release and no
-// L2 round trip. Reading the counter first (signal_add) cost ≈ 1–2 µs per GEMM tile: the
-// consumers wait for it between the mainloop and the epilogue.
+// Adds n to a dependency counter that already carries this launch's epoch: run_plan stamps
+// every rank's counters with (epoch << 32) | 0 before its first grid barrier, so a task's
+// signal is one fire-and-forget red.release and no L2 round trip. Reading the counter first
+// (signal_add) held the consumers ≈ 0.4 µs longer per GEMM1 tile and ≈ 0.9 µs per GEMM2 tile
+// between mainloop and epilogue on the H200 (docs/PERF.md step 7).
 DETMOE_DEVICE void signal_stamped(unsigned long long* counter, uint32_t n) { red_add_release_u64(counter, n); }
 
 // Where a wait is, for the fault record.
