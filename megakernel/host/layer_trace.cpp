@@ -27,7 +27,6 @@ TraceSummary summarize_trace(const std::vector<LayerTaskTrace>& trace) {
   s.ctas = max_cta + 1;
   s.span_us = static_cast<double>(t1 - t0) * 1e-3;
   std::array<TracePhase, kNames.size()> by_kind{};
-  std::array<int64_t, kNames.size()> split_tasks{};
   constexpr int kForms = 16;
   std::array<std::array<TraceTileForm, kForms>, kNames.size()> forms{};
   // Per CTA: its plan record's start and SM cycles, and its last end.
@@ -47,7 +46,6 @@ TraceSummary summarize_trace(const std::vector<LayerTaskTrace>& trace) {
       ph.mainloop_us += static_cast<double>(r.mainloop_end_ns - r.start_ns) * 1e-3;
       ph.signal_us += static_cast<double>(r.epilogue_start_ns - r.mainloop_end_ns) * 1e-3;
       ph.epilogue_us += static_cast<double>(r.end_ns - r.epilogue_start_ns) * 1e-3;
-      ++split_tasks[kind];
       TraceTileForm& f = forms[kind][static_cast<size_t>(r.tile_shape & (kForms - 1))];
       f.mainloop_us += static_cast<double>(r.mainloop_end_ns - r.start_ns) * 1e-3;
       f.epilogue_us += static_cast<double>(r.end_ns - r.epilogue_start_ns) * 1e-3;
@@ -65,10 +63,12 @@ TraceSummary summarize_trace(const std::vector<LayerTaskTrace>& trace) {
     if (ph.tasks == 0) continue;
     ph.name = kNames[k];
     ph.task_us /= static_cast<double>(ph.tasks);
-    if (split_tasks[k] > 0) {
-      ph.mainloop_us /= static_cast<double>(split_tasks[k]);
-      ph.signal_us /= static_cast<double>(split_tasks[k]);
-      ph.epilogue_us /= static_cast<double>(split_tasks[k]);
+    int64_t split = 0;  // tiles with mainloop / signal / epilogue marks: those of every form
+    for (const TraceTileForm& f : forms[k]) split += f.tasks;
+    if (split > 0) {
+      ph.mainloop_us /= static_cast<double>(split);
+      ph.signal_us /= static_cast<double>(split);
+      ph.epilogue_us /= static_cast<double>(split);
     }
     s.phases.push_back(ph);
   }

@@ -34,19 +34,17 @@ DETMOE_DEVICE void wgmma_wait_group() {
 }
 
 // Keeps the compiler from moving accumulator reads/writes across wgmma issue/wait points.
-template <int kCount>
-DETMOE_DEVICE void fence_accumulators(float (&d)[kCount]) {
-#pragma unroll
-  for (int i = 0; i < kCount; ++i) asm volatile("" : "+f"(d[i])::"memory");
-}
-
-// The same for the first kUsed registers only: a narrower form that fenced the whole array kept
-// registers it never writes live across its mainloop (ptxas spilled).
+// fence_accumulators_first fences only the first kUsed registers: a narrower form that fenced the
+// whole array kept registers it never writes live across its mainloop (ptxas spilled).
 template <int kUsed, int kCount>
 DETMOE_DEVICE void fence_accumulators_first(float (&d)[kCount]) {
   static_assert(kUsed <= kCount, "fence within the array");
 #pragma unroll
   for (int i = 0; i < kUsed; ++i) asm volatile("" : "+f"(d[i])::"memory");
+}
+template <int kCount>
+DETMOE_DEVICE void fence_accumulators(float (&d)[kCount]) {
+  fence_accumulators_first<kCount>(d);
 }
 
 // D[64x256] (+)= A[64x16] * B[16x256], bf16 inputs from shared memory, fp32 accumulators.
