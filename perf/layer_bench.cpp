@@ -16,6 +16,9 @@
 //   --trace-each: also one line per timed launch, read back after each (outside the timed region,
 //            but the read-back leaves the GPU idle between launches, so it runs cooler and
 //            clocks higher than back to back: compare its clock with --trace's)
+//   --energy-window=S: after the timed steps, more steps of the same kind (flush, step, sync) until
+//            S seconds (default 1) have passed since the first timed one; the NVML energy counter
+//            over that window gives joules_per_step and avg_watts (perf/gpu_energy.h). 0: off.
 //   --knobs=C:R[,C:R...]: megakernel LayerConfig settings to time, comm_sms C and overlap_rows R
 //            (default 0:0); a setting other than 0:0 adds "/comm<C>-rows<R>" to the name. The
 //            knobs change speed only, never bits (D1), so this is how their effect is measured.
@@ -25,6 +28,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -39,10 +43,12 @@
 #include "detmoe/routing.h"
 #include "detmoe/shapes.h"
 #include "megakernel/host/layer_trace.h"
+#include "perf/gpu_energy.h"
 
 namespace {
 
 using namespace detmoe;
+using perf::GpuEnergyMeter;
 
 struct Options {
   std::vector<std::string> shapes = {"qwen3-30b-a3b", "deepseek-v3", "mixtral-8x7b", "gpt-oss-120b"};
@@ -53,6 +59,7 @@ struct Options {
   uint64_t seed = 1;
   bool trace = false;
   bool trace_each = false;
+  double energy_window_s = 1.0;
   std::vector<std::pair<int32_t, int32_t>> knobs = {{0, 0}};  // (comm_sms, overlap_rows)
 };
 
@@ -121,9 +128,22 @@ ReferenceSession& session_for(const std::string& shape_name, const std::string& 
   return *c.session;
 }
 
+double& energy_window_s() {
+  static double seconds = 1.0;
+  return seconds;
+}
+
+GpuEnergyMeter& energy_meter() {
+  static GpuEnergyMeter meter(0);
+  return meter;
+}
+
 // Times state's iterations of `step` on `stream` (two warm-up steps before, `settle` after
 // them and after the timed ones) and sets the counters. `after(ms)` runs after each timed step,
-// outside the timed region.
+// outside the timed region. The energy counters cover the timed steps and, to make the window
+// long against NVML's counter updates, as many more steps of the same pattern as fit in
+// energy_window_s() (the flush memsets and the gaps between steps are in it, as they are in
+// torch_moe_pipeline.py's figure).
 template <class Step, class Settle, class After>
 void time_steps(benchmark::State& state, cudaStream_t stream, const Shape& shape, double passes, Step step,
                 Settle settle, After after) {
@@ -133,8 +153,15 @@ void time_steps(benchmark::State& state, cudaStream_t stream, const Shape& shape
   check(cudaEventCreate(&start), "event");
   check(cudaEventCreate(&stop), "event");
   std::vector<double> ms;
+  GpuEnergyMeter& meter = energy_meter();
+  const bool metered = meter.available() && energy_window_s() > 0;
+  const double joules0 = metered ? meter.joules() : 0.0;
+  const auto wall0 = std::chrono::steady_clock::now();
+  auto flush = [&](size_t i) {
+    check(cudaMemsetAsync(current().flush, static_cast<int>(i & 0xff), current().flush_bytes, stream), "flush");
+  };
   for (auto _ : state) {
-    check(cudaMemsetAsync(current().flush, static_cast<int>(ms.size() & 0xff), current().flush_bytes, stream), "flush");
+    flush(ms.size());
     check(cudaEventRecord(start, stream), "record");
     step();
     check(cudaEventRecord(stop, stream), "record");
@@ -145,9 +172,26 @@ void time_steps(benchmark::State& state, cudaStream_t stream, const Shape& shape
     state.SetIterationTime(t * 1e-3);
     after(static_cast<double>(t));
   }
+  size_t steps = ms.size();
+  auto seconds = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count(); };
+  if (metered) {
+    while (seconds() < energy_window_s()) {
+      flush(steps++);
+      step();
+      check(cudaStreamSynchronize(stream), "energy window step");
+    }
+  }
   cudaEventDestroy(start);
   cudaEventDestroy(stop);
   settle("timed steps");
+  if (metered) {
+    const double joules = meter.joules() - joules0, wall = seconds();
+    if (joules0 >= 0 && joules > 0) {
+      state.counters["joules_per_step"] = joules / static_cast<double>(steps);
+      state.counters["avg_watts"] = joules / wall;
+      state.counters["energy_steps"] = static_cast<double>(steps);
+    }
+  }
   std::sort(ms.begin(), ms.end());
   const size_t n = ms.size();
   const double median = n % 2 ? ms[n / 2] : 0.5 * (ms[n / 2 - 1] + ms[n / 2]);
@@ -239,6 +283,9 @@ void add_context() {
   benchmark::AddCustomContext("cuda_driver", std::to_string(driver));
   benchmark::AddCustomContext("cuda_runtime", std::to_string(runtime));
   benchmark::AddCustomContext("nccl", nccl_version_string());
+  const GpuEnergyMeter& meter = energy_meter();
+  benchmark::AddCustomContext("energy", meter.available() ? "nvml" : "unavailable: " + meter.reason());
+  if (const double w = meter.power_limit_watts(); w > 0) benchmark::AddCustomContext("power_limit_w", std::to_string(w));
 }
 
 }  // namespace
@@ -269,6 +316,7 @@ int main(int argc, char** argv) {
     }
     else if (const char* v = value("--timed=")) o.timed = std::max(1, std::atoi(v));
     else if (const char* v = value("--seed=")) o.seed = std::strtoull(v, nullptr, 10);
+    else if (const char* v = value("--energy-window=")) o.energy_window_s = std::max(0.0, std::atof(v));
     else {
       std::fprintf(stderr, "detmoe_perf_layer: unknown flag %s\n", argv[i]);
       return 2;
@@ -279,6 +327,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "detmoe_perf_layer: no CUDA device; nothing to measure\n");
     return 3;
   }
+  energy_window_s() = o.energy_window_s;
   add_context();
   auto wants = [&](const char* impl) { return std::find(o.impls.begin(), o.impls.end(), impl) != o.impls.end(); };
   for (const std::string& impl : o.impls)

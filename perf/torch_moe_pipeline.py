@@ -10,14 +10,20 @@ backward is PyTorch's index_add, which is not bitwise deterministic: this is a s
 Each (shape, routing, pass) times --timed single steps with CUDA events after warm-up, with a
 2×L2 write before every step (outside the timed region), and reports the median. Routing:
 "balanced" = k distinct experts uniformly at random per token; "zipf1" = k distinct experts
-drawn with weight 1/(i+1). Writes JSON:
+drawn with weight 1/(i+1). Energy: after the timed steps, more steps of the same pattern (flush,
+step, synchronise) until --energy-window seconds have passed; NVML's total-energy counter over
+that window gives joules_per_step and avg_watts, counted the way detmoe_perf_layer counts them
+(perf/gpu_energy.h), so the two figures compare. Writes JSON:
   {"schema": "detmoe.torch_pipeline/1", "torch": ..., "gpu": ..., "results": [
-     {"shape", "routing", "pass", "median_ms", "min_ms", "max_ms", "tflops", "timed"}]}
+     {"shape", "routing", "pass", "median_ms", "min_ms", "max_ms", "tflops", "timed",
+      "joules_per_step", "avg_watts" (when NVML answers)}]}
 """
 import argparse
+import ctypes
 import json
 import statistics
 import sys
+import time
 
 import torch
 import torch.nn.functional as F
@@ -59,11 +65,54 @@ def moe_forward(x, topk_idx, topk_w, w13, w2, E):
     return torch.bmm(topk_w.to(y.dtype).unsqueeze(1), y_slots).squeeze(1)
 
 
-def time_steps(step, timed, flush, before_step=None):
-    """Median ms of `timed` steps after 3 warm-ups; L2 evicted (and before_step() run) ahead of each."""
+class EnergyMeter:
+    """NVML's total-energy counter of CUDA device 0 (matched by PCI bus id), or unavailable."""
+
+    def __init__(self):
+        self.lib = None
+        self.device = ctypes.c_void_p()
+        try:
+            lib = ctypes.CDLL("libnvidia-ml.so.1")
+            if lib.nvmlInit_v2() != 0:
+                return
+            props = torch.cuda.get_device_properties(0)
+            bus = f"{props.pci_domain_id:08x}:{props.pci_bus_id:02x}:{props.pci_device_id:02x}.0"
+            if lib.nvmlDeviceGetHandleByPciBusId_v2(bus.encode(), ctypes.byref(self.device)) != 0:
+                return
+            self.lib = lib
+        except (OSError, AttributeError):
+            self.lib = None
+
+    def joules(self):
+        if self.lib is None:
+            return None
+        mj = ctypes.c_ulonglong()
+        if self.lib.nvmlDeviceGetTotalEnergyConsumption(self.device, ctypes.byref(mj)) != 0:
+            return None
+        return mj.value * 1e-3
+
+
+_METER = None
+
+
+def energy_meter():
+    global _METER
+    if _METER is None:
+        _METER = EnergyMeter()
+    return _METER
+
+
+def time_steps(step, timed, flush, before_step=None, energy_window=0.0, energy=None):
+    """Median ms of `timed` steps after 3 warm-ups; L2 evicted (and before_step() run) ahead of each.
+
+    With energy_window > 0 and a dict `energy`, also fills energy["joules_per_step"] and
+    energy["avg_watts"] over the timed steps and as many more as fit in the window (seconds)."""
     for _ in range(3):
         step()
     torch.cuda.synchronize()
+    meter = energy_meter() if energy_window > 0 and energy is not None else None
+    joules0 = meter.joules() if meter is not None else None
+    wall0 = time.monotonic()
     times = []
     for i in range(timed):
         flush.fill_(i & 0xFF)
@@ -76,10 +125,24 @@ def time_steps(step, timed, flush, before_step=None):
         stop.record()
         stop.synchronize()
         times.append(start.elapsed_time(stop))
+    if joules0 is not None:
+        steps = timed
+        while time.monotonic() - wall0 < energy_window:
+            flush.fill_(steps & 0xFF)
+            if before_step is not None:
+                before_step()
+            step()
+            torch.cuda.synchronize()
+            steps += 1
+        joules1 = meter.joules()
+        if joules1 is not None and joules1 > joules0:
+            energy["joules_per_step"] = (joules1 - joules0) / steps
+            energy["avg_watts"] = (joules1 - joules0) / (time.monotonic() - wall0)
+            energy["energy_steps"] = steps
     return statistics.median(times), min(times), max(times)
 
 
-def run_case(name, routing, timed, seed, flush, passes):
+def run_case(name, routing, timed, seed, flush, passes, energy_window=1.0):
     T, H, Fdim, E, k = SHAPES[name]
     dev, bf16 = "cuda", torch.bfloat16
     gen = torch.Generator(device=dev).manual_seed(seed)
@@ -107,10 +170,12 @@ def run_case(name, routing, timed, seed, flush, passes):
     for pass_name, step, flops in (("fwd", fwd, fwd_flops), ("fwd+bwd", fwd_bwd, 3 * fwd_flops)):
         if pass_name not in passes:
             continue
-        med, lo, hi = time_steps(step, timed, flush)
+        energy = {}
+        med, lo, hi = time_steps(step, timed, flush, energy_window=energy_window, energy=energy)
         results.append({"shape": name, "routing": routing, "pass": pass_name, "median_ms": med, "min_ms": lo,
-                        "max_ms": hi, "tflops": flops / (med * 1e-3) / 1e12, "timed": timed})
-        print(f"torch {name:<14} {routing:<9} {pass_name:<8} {med:9.3f} ms  {results[-1]['tflops']:7.1f} TFLOP/s",
+                        "max_ms": hi, "tflops": flops / (med * 1e-3) / 1e12, "timed": timed, **energy})
+        joules = f"  {energy['joules_per_step']:.3f} J/step  {energy['avg_watts']:.0f} W" if energy else ""
+        print(f"torch {name:<14} {routing:<9} {pass_name:<8} {med:9.3f} ms  {results[-1]['tflops']:7.1f} TFLOP/s{joules}",
               flush=True)
     del x, w13, w2, dout
     torch.cuda.empty_cache()
@@ -126,6 +191,8 @@ def parse_pipeline_args(description):
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--passes", default="fwd,fwd+bwd", help="which of fwd, fwd+bwd to time")
     ap.add_argument("--json", required=True)
+    ap.add_argument("--energy-window", type=float, default=1.0,
+                    help="seconds of steps the NVML energy figure covers (0: off)")
     return ap.parse_args()
 
 
@@ -139,7 +206,8 @@ def main():
     results = []
     for name in args.shapes.split(","):
         for routing in args.routings.split(","):
-            results.extend(run_case(name, routing, args.timed, args.seed, flush, args.passes.split(",")))
+            results.extend(run_case(name, routing, args.timed, args.seed, flush, args.passes.split(","),
+                                    args.energy_window))
     with open(args.json, "w") as f:
         json.dump({"schema": "detmoe.torch_pipeline/1", "torch": torch.__version__, "gpu": props.name,
                    "results": results}, f, indent=2)

@@ -58,6 +58,9 @@ nlohmann::json read_json(const std::string& path) {
 
 struct Row {
   double ref_ms = 0, ref_tflops = 0, grouped_ms = 0, mk_ms = 0, mk_tflops = 0, torch_ms = 0, torch_tflops = 0;
+  // NVML energy per step, flush and gaps included (0: not measured): at the board's power cap a
+  // step's time follows its energy (docs/PERF.md step 7).
+  double mk_joules = 0, mk_watts = 0, torch_joules = 0, torch_watts = 0;
 };
 
 int run_bench(const BenchArgs& a) {
@@ -119,6 +122,8 @@ int run_bench(const BenchArgs& a) {
     if (is_mk) {
       r.mk_ms = b["median_ms"];
       r.mk_tflops = b["tflops"];
+      r.mk_joules = b.value("joules_per_step", 0.0);
+      r.mk_watts = b.value("avg_watts", 0.0);
     } else if (grouped) r.grouped_ms = b["median_ms"];
     else {
       r.ref_ms = b["median_ms"];
@@ -132,6 +137,8 @@ int run_bench(const BenchArgs& a) {
       if (!rows.count(key)) continue;
       rows[key].torch_ms = t["median_ms"];
       rows[key].torch_tflops = t["tflops"];
+      rows[key].torch_joules = t.value("joules_per_step", 0.0);
+      rows[key].torch_watts = t.value("avg_watts", 0.0);
     }
 
   const bool any_grouped = std::find(a.gemms.begin(), a.gemms.end(), "grouped") != a.gemms.end();
@@ -142,21 +149,31 @@ int run_bench(const BenchArgs& a) {
     // Speedup = torch time / megakernel time: the targets are stated this way (≥ 1.3×).
     fmt::print("\nforward megakernel vs PyTorch torch._grouped_mm pipeline on {} (median of {} steps, L2 evicted)\n", gpu,
                a.timed);
-    fmt::print("{:<34} {:>13} {:>9} {:>13} {:>10} {:>9} {:>14}\n", "shape / routing / pass", "megakernel ms", "TFLOP/s",
-               "reference ms", "torch ms", "TFLOP/s", "torch/mk (x)");
+    fmt::print("{:<34} {:>13} {:>9} {:>13} {:>10} {:>9} {:>14} {:>17} {:>16}\n", "shape / routing / pass", "megakernel ms",
+               "TFLOP/s", "reference ms", "torch ms", "TFLOP/s", "torch/mk (x)", "mk J/step (W)", "torch J/step (W)");
     for (const std::string& key : order) {
       const Row& r = rows[key];
       const double speedup = r.torch_ms > 0 && r.mk_ms > 0 ? r.torch_ms / r.mk_ms : 0.0;
-      fmt::print("{:<34} {:>13.3f} {:>9.1f} {:>13.3f} {:>10} {:>9} {:>14}\n", key, r.mk_ms, r.mk_tflops, r.ref_ms,
+      auto energy = [](double j, double w) { return j > 0 ? fmt::format("{:.3f} ({:.0f})", j, w) : std::string("-"); };
+      fmt::print("{:<34} {:>13.3f} {:>9.1f} {:>13.3f} {:>10} {:>9} {:>14} {:>17} {:>16}\n", key, r.mk_ms, r.mk_tflops, r.ref_ms,
                  r.torch_ms > 0 ? fmt::format("{:.3f}", r.torch_ms) : "-",
                  r.torch_ms > 0 ? fmt::format("{:.1f}", r.torch_tflops) : "-",
-                 speedup > 0 ? fmt::format("{:.2f}", speedup) : "-");
+                 speedup > 0 ? fmt::format("{:.2f}", speedup) : "-", energy(r.mk_joules, r.mk_watts),
+                 energy(r.torch_joules, r.torch_watts));
       nlohmann::json row = {{"case", key}, {"megakernel_ms", r.mk_ms}, {"megakernel_tflops", r.mk_tflops},
                             {"reference_ms", r.ref_ms}};
+      if (r.mk_joules > 0) {
+        row["megakernel_joules_per_step"] = r.mk_joules;
+        row["megakernel_avg_watts"] = r.mk_watts;
+      }
       if (r.torch_ms > 0) {
         row["torch_ms"] = r.torch_ms;
         row["torch_tflops"] = r.torch_tflops;
         row["torch_over_megakernel"] = speedup;
+      }
+      if (r.torch_joules > 0) {
+        row["torch_joules_per_step"] = r.torch_joules;
+        row["torch_avg_watts"] = r.torch_watts;
       }
       table.push_back(row);
     }
