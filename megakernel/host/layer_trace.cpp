@@ -107,7 +107,8 @@ std::string format_trace_summary(const TraceSummary& s) {
                              : std::string("\n");
     busy += p.busy_us;
   }
-  static constexpr std::array<const char*, 4> kForms = {"full", "split columns", "narrow", "half rows"};
+  static constexpr std::array<const char*, 6> kForms = {"full",   "split columns",    "narrow",
+                                                         "half rows", "narrow gate/up", "half rows, n g/u"};
   for (const TraceTileForm& f : s.forms)
     out += fmt::format("    {:<14} {:<13} {:>8} tiles, mainloop {:.2f} µs, epilogue {:.2f} µs\n", f.kind,
                        f.shape < static_cast<int32_t>(kForms.size()) ? kForms[static_cast<size_t>(f.shape)] : "?",

@@ -74,15 +74,29 @@ enum class TileShape : int32_t {
   kHalfRows,      // GEMM1, ≤ 64 rows: warpgroup 0 its 64 rows in m64n256; warpgroup 1, whose rows
                   // are all past the expert's end, the narrowest form (m64n16) on them, so it
                   // still passes every stage through wgmma but spends 1/16 of the tensor work
+  kNarrowGateUp,  // GEMM1, ≤ 64 columns left in F (F = 2880: the last of 22.5 column blocks): the
+                  // producer loads the gate half 64 rows early, so the stage holds gate rows
+                  // f0…f0+63 at 64–127 next to up rows F+f0… at 128–191, and each warpgroup runs
+                  // one m64n128 over stage rows 64–191 (gate in registers 0–31, up in 32–63)
+  kHalfRowsNarrowGateUp,  // both: warpgroup 0 narrow gate/up, warpgroup 1 m64n16
 };
 
 // A pure function of the tile (rows left in the expert, columns left in F or H), so both consumer
 // warpgroups agree on it. The producer's loads are the same for every shape.
 DETMOE_DEVICE TileShape tile_shape(const LayerTile& t) {
   const bool few_rows = t.a_end - t.a_row <= Cfg::kWarpgroupRows;
-  if (t.up_row >= 0) return few_rows ? TileShape::kHalfRows : TileShape::kFull;  // GEMM1
+  if (t.up_row >= 0) {  // GEMM1: b_row…b_end are the gate rows f0…F
+    // b_row ≥ 64: the early gate load stays inside the weight (F = 64 keeps the full form).
+    if (t.b_end - t.b_row <= 64 && t.b_row >= 64)
+      return few_rows ? TileShape::kHalfRowsNarrowGateUp : TileShape::kNarrowGateUp;
+    return few_rows ? TileShape::kHalfRows : TileShape::kFull;
+  }
   if (few_rows) return TileShape::kSplitColumns;
   return t.b_end - t.b_row <= 128 ? TileShape::kNarrow : TileShape::kFull;
+}
+
+DETMOE_DEVICE bool narrow_gate_up(TileShape s) {
+  return s == TileShape::kNarrowGateUp || s == TileShape::kHalfRowsNarrowGateUp;
 }
 
 // Producer (one thread): the k-blocks of one tile into the stage ring. `fake` fills each stage
@@ -90,6 +104,7 @@ DETMOE_DEVICE TileShape tile_shape(const LayerTile& t) {
 // and nobody hangs.
 DETMOE_DEVICE void produce_tile(const LayerTile& t, const Smem& smem, const Pipe& pipe, Stage& st, bool fake) {
   constexpr uint32_t kHalfB = 128 * Cfg::kBlockK * 2;  // 128 rows × 128 bytes
+  const TileShape shape = tile_shape(t);
   for (int32_t kb = 0; kb < t.k_blocks; ++kb) {
     if (fake) {
       ptx::mbarrier_wait_parity(pipe.empty + st.stage, st.phase ^ 1u);
@@ -103,7 +118,10 @@ DETMOE_DEVICE void produce_tile(const LayerTile& t, const Smem& smem, const Pipe
     const gemm::RaggedCoords ra = gemm::ragged_coords(t.a_row, t.a_end, Cfg::kBlockM);
     ptx::tma_load_3d(smem.a_stage(st.stage), t.map_a, bar, k0, ra.y, ra.z);
     if (t.up_row >= 0) {
-      const gemm::RaggedCoords rg = gemm::ragged_coords(t.b_row, t.b_end, 128);
+      // The narrow gate/up shapes load the gate half from 64 rows before f0 (its last 64 rows
+      // are then f0…F − 1, next to the up half); the 64 rows before f0 are loaded but unused.
+      const int32_t gate_row = narrow_gate_up(shape) ? t.b_row - 64 : t.b_row;
+      const gemm::RaggedCoords rg = gemm::ragged_coords(gate_row, t.b_end, 128);
       const gemm::RaggedCoords ru = gemm::ragged_coords(t.up_row, t.up_end, 128);
       ptx::tma_load_3d(smem.b_stage(st.stage), t.map_b, bar, k0, rg.y, rg.z);
       ptx::tma_load_3d(smem.b_stage(st.stage) + kHalfB, t.map_b, bar, k0, ru.y, ru.z);
@@ -117,8 +135,11 @@ DETMOE_DEVICE void produce_tile(const LayerTile& t, const Smem& smem, const Pipe
 
 // GEMM1's epilogue: a[r, f0 + c] = bf16(swiglu(bf16 g, bf16 u)) with the reference's formula
 // (contract_math.h), so the SwiGLU stage compares bitwise with the reference; optionally
-// h[r, f0 + c] = bf16 g and h[r, F + f0 + c] = bf16 u.
+// h[r, f0 + c] = bf16 g and h[r, F + f0 + c] = bf16 u. Gate column c is in the register of column
+// c of the full form; up column c in kUp registers later (64 in the full form, 32 in the narrow
+// gate/up form, whose m64n128 holds 64 gate and 64 up columns).
 struct SplitSwiGLUEpilogue {
+  template <int kUp>
   DETMOE_DEVICE static void apply(const float (&acc)[Cfg::kAccumulators], const gemm::EpilogueTile& t, int32_t F,
                                   const CUtensorMap* map_a, const CUtensorMap* map_h, bool store_h,
                                   gemm::SlabStore& out) {
@@ -128,8 +149,9 @@ struct SplitSwiGLUEpilogue {
         // Slabs 0, 1: gate columns f0 + 64s; slabs 2, 3: up columns F + f0 + 64(s − 2).
         const int32_t col = s < 2 ? t.col0 + 64 * s : F + t.col0 + 64 * (s - 2);
         const int32_t limit = s < 2 ? F : 2 * F;
+        const int first = s < 2 ? 32 * s : kUp + 32 * (s - 2);
         out.store(map_h, col, limit, t.row, t.row_end, [&](uint32_t slab) {
-          gemm::write_bf16_slab(slab, t.warp, t.lane, [&](int j) { return acc[32 * s + j]; });
+          gemm::write_bf16_slab(slab, t.warp, t.lane, [&](int j) { return acc[first + j]; });
         });
       }
     }
@@ -138,7 +160,7 @@ struct SplitSwiGLUEpilogue {
       out.store(map_a, t.col0 + 64 * s, F, t.row, t.row_end, [&](uint32_t slab) {
         gemm::write_bf16_slab(slab, t.warp, t.lane, [&](int j) {
           const float g = __bfloat162float(__float2bfloat16_rn(acc[32 * s + j]));
-          const float u = __bfloat162float(__float2bfloat16_rn(acc[32 * s + j + 64]));
+          const float u = __bfloat162float(__float2bfloat16_rn(acc[32 * s + j + kUp]));
           return contract_swiglu(g, u);
         });
       });
@@ -315,6 +337,16 @@ DETMOE_DEVICE void consume_shaped(int wg, TileShape shape, const LayerTile& t, c
         consume_narrow<16>(t.k_blocks, wg, 0, smem, pipe, st, acc);
       }
       return;
+    case TileShape::kNarrowGateUp:
+      consume_narrow<128>(t.k_blocks, wg, 64 * kRowBytes, smem, pipe, st, acc);
+      return;
+    case TileShape::kHalfRowsNarrowGateUp:
+      if (wg == 0) {
+        consume_narrow<128>(t.k_blocks, wg, 64 * kRowBytes, smem, pipe, st, acc);
+      } else {
+        consume_narrow<16>(t.k_blocks, wg, 0, smem, pipe, st, acc);
+      }
+      return;
   }
 }
 
@@ -358,7 +390,11 @@ DETMOE_DEVICE SlotRun consume_tile(int wg, const LayerTile& t, TileEpilogue epil
   TaskTracer::epilogue_start(p);
   switch (epilogue) {
     case TileEpilogue::kSwiGLU:
-      SplitSwiGLUEpilogue::apply(acc, et, out_cols, map_c, map_h, store_h, out);
+      if (narrow_gate_up(shape)) {
+        SplitSwiGLUEpilogue::apply<32>(acc, et, out_cols, map_c, map_h, store_h, out);
+      } else {
+        SplitSwiGLUEpilogue::apply<64>(acc, et, out_cols, map_c, map_h, store_h, out);
+      }
       break;
     case TileEpilogue::kScatterRows:
       return ScatterRowsEpilogue::apply(acc, et, col_end, p, ctx, where, out);
