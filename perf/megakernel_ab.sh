@@ -66,6 +66,10 @@ for round in $(seq 1 "${AB_ROUNDS:-2}"); do
       --shapes="${AB_SHAPES:-gpt-oss-120b,mixtral-8x7b}" --timed=20 ${AB_BENCH_ARGS:-} \
       --benchmark_counters_tabular=true --benchmark_out="$OUT/ab-$name-$round.json" --benchmark_out_format=json \
       >"$OUT/ab-$name-$round.log" 2>&1
-    echo "round $round $name (median ms): $(grep -E '^megakernel/' "$OUT/ab-$name-$round.log" | awk '{print $1, $8}' | tr '\n' ' ')"
+    echo "round $round $name (median ms, J/step): $(python3 -c '
+import json, sys
+for b in json.load(open(sys.argv[1]))["benchmarks"]:
+    print(b["name"].split("/iterations")[0], "%.3f" % b["median_ms"], "%.3f" % b.get("joules_per_step", 0), end="  ")
+' "$OUT/ab-$name-$round.json" 2>&1)"
   done
 done

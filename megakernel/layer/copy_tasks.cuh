@@ -26,6 +26,8 @@ inline constexpr int kCopyWarps = kCopyThreads / 32;
 inline constexpr uint32_t kCopyBarrier = 3;  // named barrier of the consumer threads (1, 2: slab stores)
 
 DETMOE_DEVICE void copy_barrier() { ptx::named_barrier_sync(kCopyBarrier, kCopyThreads); }
+// The copy barrier, returning whether every thread passed `ok` (one thread's wait decides for all).
+DETMOE_DEVICE bool copy_barrier_and(bool ok) { return ptx::named_barrier_and(kCopyBarrier, kCopyThreads, ok); }
 
 // One warp copies a row of `bytes` (a multiple of 16). Each lane has up to kCopyUnroll 16-byte
 // loads in flight before it stores: with one at a time an SM moved ≈ 10 GB/s (gpt-oss dispatch:
@@ -58,7 +60,7 @@ DETMOE_DEVICE void warp_copy_input_row(void* dst, const void* src, int32_t bytes
 // receive buffer and signal the destination m-blocks' dispatch counters.
 // `hist`: E ints of shared memory (the staging slabs, free between GEMM epilogues).
 DETMOE_DEVICE void place_and_dispatch(const LayerParams& p, const LaunchContext& ctx, int32_t s, int32_t chunk_in_rank,
-                                      int* hist, int* flag) {
+                                      int* hist) {
   const int tid = static_cast<int>(threadIdx.x) - 128;
   const int warp = tid / 32;
   const uint32_t lane = ptx::lane_id();
@@ -71,10 +73,10 @@ DETMOE_DEVICE void place_and_dispatch(const LayerParams& p, const LaunchContext&
   const int64_t g0 = static_cast<int64_t>(s) * p.T + t0;
 
   copy_barrier();  // the slabs' last TMA stores have been waited for by their issuers
-  if (tid == 0) *flag = launch_aborted(ctx) ? 0 : 1;  // one decision for all 256 threads
+  // One decision for all 256 threads, taken by thread 0.
+  const bool go = tid != 0 || !launch_aborted(ctx);
   for (int e = tid; e < p.E; e += kCopyThreads) hist[e] = 0;
-  copy_barrier();
-  if (*flag == 0) return;
+  if (!copy_barrier_and(go)) return;
   if (warp == 0) {
     for (int32_t base = 0; base < pairs; base += 32) {
       const int32_t i = base + static_cast<int32_t>(lane);
@@ -140,18 +142,18 @@ DETMOE_DEVICE void place_and_dispatch(const LayerParams& p, const LaunchContext&
 // Level 3: out[t] = bf16(Σ_j fma(w[t,j], y[t,j]) + s[t]) for kSumChunkTokens of rank s's tokens,
 // the reference's order element by element (contract_combine_step), so it compares bitwise. The
 // y rows were written by GEMM2's epilogue straight into y_slots(s) (the caller's y when asked).
-DETMOE_DEVICE void weighted_sum(const LayerParams& p, const LaunchContext& ctx, const Task& task, int32_t s, int* flag) {
+DETMOE_DEVICE void weighted_sum(const LayerParams& p, const LaunchContext& ctx, const Task& task, int32_t s) {
   const int tid = static_cast<int>(threadIdx.x) - 128;
   const int warp = tid / 32;
   const uint32_t lane = ptx::lane_id();
   const int32_t t0 = task.index * kSumChunkTokens;
   const int32_t n = min(kSumChunkTokens, p.T - t0);
-  copy_barrier();
+  bool ok = true;
   if (tid == 0) {
     const WaitSite site{task.id, CounterKind::kSlotsReady, static_cast<uint32_t>(s), task.index};
     // Every row of the chunk lands in H/64 slabs of 64 columns (GEMM2's epilogue signals runs of
     // rows, counted in row-slabs, so it does not matter which warpgroup stored which columns).
-    bool ok = wait_counter(ctx, rank_counters(p, s) + p.counters.slots_ready + task.index,
+    ok = wait_counter(ctx, rank_counters(p, s) + p.counters.slots_ready + task.index,
                            static_cast<uint32_t>(n * p.k * (p.H / 64)), site);
     if (ok && p.Fs > 0) {
       const int32_t tm = t0 / kRowsPerMBlock;
@@ -159,10 +161,8 @@ DETMOE_DEVICE void weighted_sum(const LayerParams& p, const LaunchContext& ctx, 
       ok = wait_counter(ctx, rank_counters(p, s) + p.counters.shared2_done + tm,
                         2u * static_cast<uint32_t>(div_up(p.H, kGemm2Cols)), shared_site);
     }
-    *flag = ok ? 1 : 0;
   }
-  copy_barrier();
-  if (*flag == 0) return;
+  if (!copy_barrier_and(ok)) return;
   const RankTensors& rt = p.rank[s];
   const uint16_t* slots = y_slots(p, s);
   for (int32_t tt = warp; tt < n; tt += kCopyWarps) {

@@ -72,7 +72,7 @@ DETMOE_DEVICE void run_producer_tasks(const LayerParams& p, const LaunchContext&
 
 // The two consumer warpgroups.
 DETMOE_DEVICE void run_consumer_tasks(const LayerParams& p, const LaunchContext& ctx, const Smem& smem,
-                                      const Pipe& pipe, TaskRing ring, int* flag) {
+                                      const Pipe& pipe, TaskRing ring) {
   const int wg = static_cast<int>(threadIdx.x / 128) - 1;
   const bool issuer = threadIdx.x % 128 == 0;
   const CtaRole role = cta_role(p);
@@ -112,10 +112,10 @@ DETMOE_DEVICE void run_consumer_tasks(const LayerParams& p, const LaunchContext&
     if (task.phase != pending_phase) flush();
     switch (task.phase) {
       case Phase::kDispatch:
-        place_and_dispatch(p, ctx, role.rank, task.index, hist, flag);
+        place_and_dispatch(p, ctx, role.rank, task.index, hist);
         break;
       case Phase::kSum:
-        weighted_sum(p, ctx, task, role.rank, flag);
+        weighted_sum(p, ctx, task, role.rank);
         break;
       default: {
         // After an abort the producer fills stages without data; the epilogue still runs (it
@@ -159,7 +159,6 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) layer_forward_kernel(const _
   extern __shared__ uint8_t smem_raw[];
   __shared__ uint32_t epoch_shared;
   __shared__ int flag_shared;
-  __shared__ int copy_flag_shared;
   __shared__ TaskRingStorage ring_shared;
   const Smem smem = Smem::from_dynamic(smem_raw);
   const Pipe pipe{smem.full_barriers(), smem.empty_barriers()};
@@ -188,7 +187,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) layer_forward_kernel(const _
       __syncwarp();  // warp 0 reaches the CTA barrier below converged (bar.sync is .aligned)
     } else {
       ptx::setmaxnreg_inc<kConsumerRegisters>();
-      run_consumer_tasks(p, ctx, smem, pipe, ring, &copy_flag_shared);
+      run_consumer_tasks(p, ctx, smem, pipe, ring);
     }
   }
   TaskTracer::finish(p);

@@ -26,6 +26,25 @@ DETMOE_DEVICE void named_barrier_sync(uint32_t id, uint32_t threads) {
   asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
 }
 
+// Named barrier that also ANDs a predicate over its `threads` threads: every thread gets the
+// result, so one thread's decision reaches the others without a shared-memory flag (racecheck
+// reported such a flag, written before bar.sync and read after it, as a RAW hazard).
+DETMOE_DEVICE bool named_barrier_and(uint32_t id, uint32_t threads, bool pred) {
+  __syncwarp();
+  uint32_t all;
+  asm volatile(
+      "{\n"
+      ".reg .pred in, out;\n"
+      "setp.ne.u32 in, %1, 0;\n"
+      "bar.red.and.pred out, %2, %3, in;\n"
+      "selp.u32 %0, 1, 0, out;\n"
+      "}\n"
+      : "=r"(all)
+      : "r"(pred ? 1u : 0u), "r"(id), "r"(threads)
+      : "memory");
+  return all != 0;
+}
+
 // Register rebalancing between warpgroups (sm_90a). Needs a register cap at kernel entry
 // (__launch_bounds__(threads, 1)), otherwise ptxas ignores it (warning C7508).
 template <uint32_t kRegs>
