@@ -2,24 +2,33 @@
 """torch._grouped_mm on the same expert segments as detmoe_perf_gemm's grouped benchmarks.
 
 Reads the segments file the C++ benchmark wrote (DETMOE_GEMM_SEGMENTS_OUT), times each case
-like the C++ side (CUDA events around single launches, warm-up, median of 30) and writes JSON:
-  {"torch": "<version>", "cases": [{"name", "median_ms", "tflops", "out_dtype", ...}]}
+like the C++ side (CUDA events around single launches, warm-up, median of 30; NVML energy over the
+timed launches and more of the same pattern up to one second, as detmoe_perf_gemm) and writes JSON:
+  {"torch": "<version>", "cases": [{"name", "median_ms", "tflops", "out_dtype", "joules_per_launch",
+                                    "avg_watts", ...}]}
 """
 import argparse
 import json
 import statistics
 import sys
+import time
 
 import torch
+
+from torch_moe_pipeline import energy_meter
 
 TIMED = 30
 WARMUP = 3
 
 
-def median_ms(fn):
+def median_ms(fn, energy):
+    """Median, min, max ms of TIMED launches; fills energy["joules_per_launch"], ["avg_watts"]."""
     for _ in range(WARMUP):
         fn()
     torch.cuda.synchronize()
+    meter = energy_meter()
+    joules0 = meter.joules()
+    wall0 = time.monotonic()
     times = []
     for _ in range(TIMED):
         start = torch.cuda.Event(enable_timing=True)
@@ -29,6 +38,16 @@ def median_ms(fn):
         stop.record()
         stop.synchronize()
         times.append(start.elapsed_time(stop))
+    if joules0 is not None:
+        launches = TIMED
+        while time.monotonic() - wall0 < 1.0:
+            fn()
+            torch.cuda.synchronize()
+            launches += 1
+        joules1 = meter.joules()
+        if joules1 is not None and joules1 > joules0:
+            energy["joules_per_launch"] = (joules1 - joules0) / launches
+            energy["avg_watts"] = (joules1 - joules0) / (time.monotonic() - wall0)
     return statistics.median(times), min(times), max(times)
 
 
@@ -71,10 +90,13 @@ def main():
     results = []
     for case in cases:
         fn, flops, out_dtype = grouped_call(case)
-        med, lo, hi = median_ms(fn)
+        energy = {}
+        med, lo, hi = median_ms(fn, energy)
         results.append({"name": case["name"], "median_ms": med, "min_ms": lo, "max_ms": hi,
-                        "tflops": flops / (med * 1e-3) / 1e12, "out_dtype": out_dtype})
-        print(f"torch._grouped_mm {case['name']:40s} {med:8.3f} ms {results[-1]['tflops']:7.1f} TFLOP/s", flush=True)
+                        "tflops": flops / (med * 1e-3) / 1e12, "out_dtype": out_dtype, **energy})
+        joules = f" {energy['joules_per_launch']:.3f} J {energy['avg_watts']:.0f} W" if energy else ""
+        print(f"torch._grouped_mm {case['name']:40s} {med:8.3f} ms {results[-1]['tflops']:7.1f} TFLOP/s{joules}",
+              flush=True)
         torch.cuda.empty_cache()
     with open(args.out, "w") as f:
         json.dump({"torch": torch.__version__, "device": torch.cuda.get_device_name(), "cases": results}, f, indent=2)
