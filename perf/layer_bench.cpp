@@ -19,6 +19,8 @@
 //   --energy-window=S: after the timed steps, more steps of the same kind (flush, step, sync) until
 //            S seconds (default 1) have passed since the first timed one; the NVML energy counter
 //            over that window gives joules_per_step and avg_watts (perf/gpu_energy.h). 0: off.
+//   --no-save-h: the megakernel with LayerConfig::save_h off (GEMM1 stores a only; backward would
+//            recompute h): what the h stores cost the forward. Adds "/no-save-h" to the name.
 //   --knobs=C:R[,C:R...]: megakernel LayerConfig settings to time, comm_sms C and overlap_rows R
 //            (default 0:0); a setting other than 0:0 adds "/comm<C>-rows<R>" to the name. The
 //            knobs change speed only, never bits (D1), so this is how their effect is measured.
@@ -60,6 +62,7 @@ struct Options {
   bool trace = false;
   bool trace_each = false;
   double energy_window_s = 1.0;
+  bool save_h = true;
   std::vector<std::pair<int32_t, int32_t>> knobs = {{0, 0}};  // (comm_sms, overlap_rows)
 };
 
@@ -89,6 +92,7 @@ struct Current {
   std::unique_ptr<ReferenceSession> session;
   std::unique_ptr<Layer> megakernel;  // built on first use for the current session and knobs
   std::pair<int32_t, int32_t> megakernel_knobs{0, 0};
+  bool megakernel_save_h = true;
   void* flush = nullptr;
   size_t flush_bytes = 0;
 };
@@ -224,21 +228,23 @@ std::string fmt_launch_line(double ms, const std::string& summary) {
 
 // The forward megakernel: one launch per step, no host synchronisation inside the timed region.
 void bench_megakernel(benchmark::State& state, std::string shape_name, std::string routing, uint64_t seed,
-                      bool trace, bool trace_each, std::pair<int32_t, int32_t> knobs) {
+                      bool trace, bool trace_each, std::pair<int32_t, int32_t> knobs, bool save_h) {
   ReferenceSession& s = session_for(shape_name, routing, "per-expert", seed);
   DeviceProblem& p = s.problem();
   Current& c = current();
-  if (!c.megakernel || c.megakernel_knobs != knobs) {
+  if (!c.megakernel || c.megakernel_knobs != knobs || c.megakernel_save_h != save_h) {
     c.megakernel.reset();
     LayerOptions options;
     options.trace_tasks_per_cta = trace ? 8192 : 0;
     LayerConfig config;
     config.comm_sms = knobs.first;
     config.overlap_rows = knobs.second;
+    config.save_h = save_h;
     auto layer = Layer::create(s.layer().shape(), config, options);
     check(layer.status(), "Layer::create");
     c.megakernel = std::move(*layer);
     c.megakernel_knobs = knobs;
+    c.megakernel_save_h = save_h;
   }
   Layer& layer = *c.megakernel;
   cudaStream_t stream = s.layer().exchange().stream(0);
@@ -317,6 +323,7 @@ int main(int argc, char** argv) {
     else if (const char* v = value("--timed=")) o.timed = std::max(1, std::atoi(v));
     else if (const char* v = value("--seed=")) o.seed = std::strtoull(v, nullptr, 10);
     else if (const char* v = value("--energy-window=")) o.energy_window_s = std::max(0.0, std::atof(v));
+    else if (a == "--no-save-h") o.save_h = false;
     else {
       std::fprintf(stderr, "detmoe_perf_layer: unknown flag %s\n", argv[i]);
       return 2;
@@ -341,7 +348,9 @@ int main(int argc, char** argv) {
           std::string name = "megakernel/" + shape + "/" + routing + "/fwd";
           if (knobs != std::pair<int32_t, int32_t>{0, 0})
             name += "/comm" + std::to_string(knobs.first) + "-rows" + std::to_string(knobs.second);
-          benchmark::RegisterBenchmark(name.c_str(), bench_megakernel, shape, routing, o.seed, o.trace, o.trace_each, knobs)
+          if (!o.save_h) name += "/no-save-h";
+          benchmark::RegisterBenchmark(name.c_str(), bench_megakernel, shape, routing, o.seed, o.trace, o.trace_each, knobs,
+                                       o.save_h)
               ->UseManualTime()
               ->Unit(benchmark::kMillisecond)
               ->Iterations(o.timed);
