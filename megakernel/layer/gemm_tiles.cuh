@@ -27,6 +27,7 @@
 #include "megakernel/layer/layer_params.h"
 #include "megakernel/layer/sync.cuh"
 #include "megakernel/layer/task_list.cuh"
+#include "megakernel/layer/tile_form.h"
 #include "megakernel/layer/trace.cuh"
 #include "megakernel/ptx/tma.cuh"
 
@@ -58,45 +59,11 @@ enum class TileEpilogue : int32_t {
   kScatterRows,  // routed GEMM2: rows straight to their tokens' y slots (the combine)
 };
 
-// Which wgmma shape a tile's consumers use. Partial tiles spent tensor work on rows past their
-// expert's end and on columns past F or H (gpt-oss: 571 m-blocks for 512 of rows, the extra ones
-// mostly under 64 rows; F = H = 2880 leaves a 64-column last tile in both GEMMs): ≈ 13 % of the
-// executed MMAs, and the H200 runs this kernel at its 700 W cap, where time follows the energy
-// spent, zeros included. Both consumer warpgroups still take every stage of the tile in step —
-// only the instruction shape differs — so the pipeline stays symmetric (a warpgroup passing
-// stages on without wgmma hung the H200; see consume_tile). The stage's loads never change.
-enum class TileShape : int32_t {
-  kFull,          // each warpgroup: its 64 rows × all 256 B rows, m64n256
-  kSplitColumns,  // GEMM2, ≤ 64 rows: both warpgroups on A rows 0–63, warpgroup w on B rows
-                  // 128w…+127 (m64n128)
-  kNarrow,        // GEMM2, ≤ 128 valid columns: each warpgroup its 64 rows, m64n64 (≤ 64) or
-                  // m64n128
-  kHalfRows,      // GEMM1, ≤ 64 rows: warpgroup 0 its 64 rows in m64n256; warpgroup 1, whose rows
-                  // are all past the expert's end, the narrowest form (m64n16) on them, so it
-                  // still passes every stage through wgmma but spends 1/16 of the tensor work
-  kNarrowGateUp,  // GEMM1, ≤ 64 columns left in F (F = 2880: the last of 22.5 column blocks): the
-                  // producer loads the gate half 64 rows early, so the stage holds gate rows
-                  // f0…f0+63 at 64–127 next to up rows F+f0… at 128–191, and each warpgroup runs
-                  // one m64n128 over stage rows 64–191 (gate in registers 0–31, up in 32–63)
-  kHalfRowsNarrowGateUp,  // both: warpgroup 0 narrow gate/up, warpgroup 1 m64n16
-};
+static_assert(kFormWarpgroupRows == Cfg::kWarpgroupRows && kFormTileCols == Cfg::kBlockN,
+              "tile_form.h describes this kernel's tile");
 
-// A pure function of the tile (rows left in the expert, columns left in F or H), so both consumer
-// warpgroups agree on it. The producer's loads are the same for every shape.
 DETMOE_DEVICE TileShape tile_shape(const LayerTile& t) {
-  const bool few_rows = t.a_end - t.a_row <= Cfg::kWarpgroupRows;
-  if (t.up_row >= 0) {  // GEMM1: b_row…b_end are the gate rows f0…F
-    // b_row ≥ 64: the early gate load stays inside the weight (F = 64 keeps the full form).
-    if (t.b_end - t.b_row <= 64 && t.b_row >= 64)
-      return few_rows ? TileShape::kHalfRowsNarrowGateUp : TileShape::kNarrowGateUp;
-    return few_rows ? TileShape::kHalfRows : TileShape::kFull;
-  }
-  if (few_rows) return TileShape::kSplitColumns;
-  return t.b_end - t.b_row <= 128 ? TileShape::kNarrow : TileShape::kFull;
-}
-
-DETMOE_DEVICE bool narrow_gate_up(TileShape s) {
-  return s == TileShape::kNarrowGateUp || s == TileShape::kHalfRowsNarrowGateUp;
+  return tile_shape_of({t.a_end - t.a_row, t.b_row, t.b_end, t.up_row >= 0});
 }
 
 // Producer (one thread): the k-blocks of one tile into the stage ring. `fake` fills each stage
@@ -118,10 +85,7 @@ DETMOE_DEVICE void produce_tile(const LayerTile& t, const Smem& smem, const Pipe
     const gemm::RaggedCoords ra = gemm::ragged_coords(t.a_row, t.a_end, Cfg::kBlockM);
     ptx::tma_load_3d(smem.a_stage(st.stage), t.map_a, bar, k0, ra.y, ra.z);
     if (t.up_row >= 0) {
-      // The narrow gate/up shapes load the gate half from 64 rows before f0 (its last 64 rows
-      // are then f0…F − 1, next to the up half); the 64 rows before f0 are loaded but unused.
-      const int32_t gate_row = narrow_gate_up(shape) ? t.b_row - 64 : t.b_row;
-      const gemm::RaggedCoords rg = gemm::ragged_coords(gate_row, t.b_end, 128);
+      const gemm::RaggedCoords rg = gemm::ragged_coords(gate_load_row(shape, t.b_row), t.b_end, 128);
       const gemm::RaggedCoords ru = gemm::ragged_coords(t.up_row, t.up_end, 128);
       ptx::tma_load_3d(smem.b_stage(st.stage), t.map_b, bar, k0, rg.y, rg.z);
       ptx::tma_load_3d(smem.b_stage(st.stage) + kHalfB, t.map_b, bar, k0, ru.y, ru.z);
@@ -363,16 +327,15 @@ DETMOE_DEVICE SlotRun consume_tile(int wg, const LayerTile& t, TileEpilogue epil
                                    const Smem& smem, const Pipe& pipe, Stage& st, gemm::SlabStore& out,
                                    float (&acc)[Cfg::kAccumulators], BeforeEpilogue&& before_epilogue) {
   const TileShape shape = tile_shape(t);
-  const bool split = shape == TileShape::kSplitColumns;
-  constexpr int32_t split_cols = 128;  // a split warpgroup's columns: half of GEMM2's 256
+  const TileWindow window = tile_window(shape, wg, t.col0, out_cols);
   const uint32_t thread = threadIdx.x % 128;
   gemm::EpilogueTile et;
-  et.row = t.c_row + (split ? 0 : wg * Cfg::kWarpgroupRows);
+  et.row = t.c_row + window.row_offset;
   et.row_end = t.c_end;
-  et.col0 = t.col0 + (split ? wg * split_cols : 0);
+  et.col0 = window.col0;
   et.warp = thread / 32;
   et.lane = thread % 32;
-  const int32_t col_end = split ? min(out_cols, et.col0 + split_cols) : out_cols;
+  const int32_t col_end = window.col_end;
   // Every warpgroup passes every stage through wgmma, even one with no rows of its own: letting
   // such a warpgroup pass the stages on without wgmma hung the H200 (producer waiting on an
   // empty barrier, consumers on a full one; bisected 2026-12-02, cause not found).
@@ -390,7 +353,7 @@ DETMOE_DEVICE SlotRun consume_tile(int wg, const LayerTile& t, TileEpilogue epil
   TaskTracer::epilogue_start(p);
   switch (epilogue) {
     case TileEpilogue::kSwiGLU:
-      if (narrow_gate_up(shape)) {
+      if (up_register(shape) == 32) {
         SplitSwiGLUEpilogue::apply<32>(acc, et, out_cols, map_c, map_h, store_h, out);
       } else {
         SplitSwiGLUEpilogue::apply<64>(acc, et, out_cols, map_c, map_h, store_h, out);
