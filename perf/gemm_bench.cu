@@ -12,7 +12,6 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -90,10 +89,7 @@ void time_launches(benchmark::State& state, double flops, Launch&& launch) {
   check(cudaEventCreate(&stop), "event");
   for (int i = 0; i < kWarmup; ++i) launch();
   check(cudaDeviceSynchronize(), "warm-up");
-  detmoe::perf::GpuEnergyMeter& meter = energy_meter();
-  const double joules0 = meter.available() ? meter.joules() : -1.0;
-  const auto wall0 = std::chrono::steady_clock::now();
-  auto seconds = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count(); };
+  const detmoe::perf::EnergyWindow window(energy_meter(), 1.0);
   std::vector<double> ms;
   for (auto _ : state) {
     check(cudaEventRecord(start), "record");
@@ -106,18 +102,13 @@ void time_launches(benchmark::State& state, double flops, Launch&& launch) {
     state.SetIterationTime(t * 1e-3);
   }
   check(cudaGetLastError(), "launch");
-  if (joules0 >= 0) {
-    size_t launches = ms.size();
-    while (seconds() < 1.0) {
-      launch();
-      check(cudaDeviceSynchronize(), "energy window launch");
-      ++launches;
-    }
-    const double joules = meter.joules() - joules0;
-    if (joules > 0) {
-      state.counters["joules_per_launch"] = joules / static_cast<double>(launches);
-      state.counters["avg_watts"] = joules / seconds();
-    }
+  const detmoe::perf::EnergyFigures energy = window.finish(ms.size(), [&] {
+    launch();
+    check(cudaDeviceSynchronize(), "energy window launch");
+  });
+  if (energy.ok) {
+    state.counters["joules_per_launch"] = energy.joules_per_step;
+    state.counters["avg_watts"] = energy.avg_watts;
   }
   std::sort(ms.begin(), ms.end());
   const double median = ms.size() % 2 ? ms[ms.size() / 2] : 0.5 * (ms[ms.size() / 2 - 1] + ms[ms.size() / 2]);

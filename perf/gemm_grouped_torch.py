@@ -11,11 +11,10 @@ import argparse
 import json
 import statistics
 import sys
-import time
 
 import torch
 
-from torch_moe_pipeline import energy_meter
+from torch_moe_pipeline import EnergyWindow
 
 TIMED = 30
 WARMUP = 3
@@ -26,9 +25,7 @@ def median_ms(fn, energy):
     for _ in range(WARMUP):
         fn()
     torch.cuda.synchronize()
-    meter = energy_meter()
-    joules0 = meter.joules()
-    wall0 = time.monotonic()
+    window = EnergyWindow(1.0)
     times = []
     for _ in range(TIMED):
         start = torch.cuda.Event(enable_timing=True)
@@ -38,16 +35,9 @@ def median_ms(fn, energy):
         stop.record()
         stop.synchronize()
         times.append(start.elapsed_time(stop))
-    if joules0 is not None:
-        launches = TIMED
-        while time.monotonic() - wall0 < 1.0:
-            fn()
-            torch.cuda.synchronize()
-            launches += 1
-        joules1 = meter.joules()
-        if joules1 is not None and joules1 > joules0:
-            energy["joules_per_launch"] = (joules1 - joules0) / launches
-            energy["avg_watts"] = (joules1 - joules0) / (time.monotonic() - wall0)
+    figures = window.finish(TIMED, lambda: (fn(), torch.cuda.synchronize()))
+    if figures:
+        energy.update(joules_per_launch=figures["joules"], avg_watts=figures["watts"])
     return statistics.median(times), min(times), max(times)
 
 

@@ -7,6 +7,8 @@
 // load and run where the library is absent; the meter then reports itself unavailable.
 #pragma once
 
+#include <chrono>
+#include <cstddef>
 #include <memory>
 #include <string>
 
@@ -34,6 +36,51 @@ class GpuEnergyMeter {
   std::unique_ptr<Api> api_;
   bool available_ = false;
   std::string reason_;
+};
+
+// Joules per step over a window of repeated steps: construct it just before the first timed
+// step; finish(n, more) takes the n timed steps, calls more() (one more step of the same pattern,
+// synchronised) until `seconds` have passed since construction — so the window is long against
+// NVML's counter updates — and returns the figures (ok = false when the meter is unavailable).
+struct EnergyFigures {
+  bool ok = false;
+  double joules_per_step = 0;
+  double avg_watts = 0;
+  size_t steps = 0;
+};
+
+class EnergyWindow {
+ public:
+  EnergyWindow(const GpuEnergyMeter& meter, double seconds)
+      : meter_(meter), seconds_(seconds), joules0_(meter.available() && seconds > 0 ? meter.joules() : -1.0),
+        wall0_(std::chrono::steady_clock::now()) {}
+
+  template <class More>
+  EnergyFigures finish(size_t steps, More&& more) const {
+    EnergyFigures f;
+    if (joules0_ < 0) return f;
+    while (elapsed() < seconds_) {
+      more();
+      ++steps;
+    }
+    const double joules = meter_.joules() - joules0_;
+    if (joules <= 0 || steps == 0) return f;
+    f.ok = true;
+    f.joules_per_step = joules / static_cast<double>(steps);
+    f.avg_watts = joules / elapsed();
+    f.steps = steps;
+    return f;
+  }
+
+ private:
+  double elapsed() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0_).count();
+  }
+
+  const GpuEnergyMeter& meter_;
+  double seconds_;
+  double joules0_;
+  std::chrono::steady_clock::time_point wall0_;
 };
 
 }  // namespace detmoe::perf

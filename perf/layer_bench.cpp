@@ -30,7 +30,6 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -157,10 +156,7 @@ void time_steps(benchmark::State& state, cudaStream_t stream, const Shape& shape
   check(cudaEventCreate(&start), "event");
   check(cudaEventCreate(&stop), "event");
   std::vector<double> ms;
-  GpuEnergyMeter& meter = energy_meter();
-  const bool metered = meter.available() && energy_window_s() > 0;
-  const double joules0 = metered ? meter.joules() : 0.0;
-  const auto wall0 = std::chrono::steady_clock::now();
+  const perf::EnergyWindow window(energy_meter(), energy_window_s());
   auto flush = [&](size_t i) {
     check(cudaMemsetAsync(current().flush, static_cast<int>(i & 0xff), current().flush_bytes, stream), "flush");
   };
@@ -176,25 +172,19 @@ void time_steps(benchmark::State& state, cudaStream_t stream, const Shape& shape
     state.SetIterationTime(t * 1e-3);
     after(static_cast<double>(t));
   }
-  size_t steps = ms.size();
-  auto seconds = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count(); };
-  if (metered) {
-    while (seconds() < energy_window_s()) {
-      flush(steps++);
-      step();
-      check(cudaStreamSynchronize(stream), "energy window step");
-    }
-  }
+  size_t extra = ms.size();
+  const perf::EnergyFigures energy = window.finish(ms.size(), [&] {
+    flush(extra++);
+    step();
+    check(cudaStreamSynchronize(stream), "energy window step");
+  });
   cudaEventDestroy(start);
   cudaEventDestroy(stop);
   settle("timed steps");
-  if (metered) {
-    const double joules = meter.joules() - joules0, wall = seconds();
-    if (joules0 >= 0 && joules > 0) {
-      state.counters["joules_per_step"] = joules / static_cast<double>(steps);
-      state.counters["avg_watts"] = joules / wall;
-      state.counters["energy_steps"] = static_cast<double>(steps);
-    }
+  if (energy.ok) {
+    state.counters["joules_per_step"] = energy.joules_per_step;
+    state.counters["avg_watts"] = energy.avg_watts;
+    state.counters["energy_steps"] = static_cast<double>(energy.steps);
   }
   std::sort(ms.begin(), ms.end());
   const size_t n = ms.size();

@@ -102,6 +102,30 @@ def energy_meter():
     return _METER
 
 
+class EnergyWindow:
+    """Joules per step over the timed steps and more of the same pattern: open it just before the
+    first timed step; finish(n, more) calls more() (one synchronised step) until `seconds` have
+    passed, then returns {"joules", "watts", "steps"}, or {} when NVML does not answer."""
+
+    def __init__(self, seconds):
+        self.meter = energy_meter() if seconds > 0 else None
+        self.seconds = seconds
+        self.joules0 = self.meter.joules() if self.meter is not None else None
+        self.wall0 = time.monotonic()
+
+    def finish(self, steps, more):
+        if self.joules0 is None:
+            return {}
+        while time.monotonic() - self.wall0 < self.seconds:
+            more()
+            steps += 1
+        joules1 = self.meter.joules()
+        if joules1 is None or joules1 <= self.joules0:
+            return {}
+        joules = joules1 - self.joules0
+        return {"joules": joules / steps, "watts": joules / (time.monotonic() - self.wall0), "steps": steps}
+
+
 def time_steps(step, timed, flush, before_step=None, energy_window=0.0, energy=None):
     """Median ms of `timed` steps after 3 warm-ups; L2 evicted (and before_step() run) ahead of each.
 
@@ -110,9 +134,7 @@ def time_steps(step, timed, flush, before_step=None, energy_window=0.0, energy=N
     for _ in range(3):
         step()
     torch.cuda.synchronize()
-    meter = energy_meter() if energy_window > 0 and energy is not None else None
-    joules0 = meter.joules() if meter is not None else None
-    wall0 = time.monotonic()
+    window = EnergyWindow(energy_window if energy is not None else 0.0)
     times = []
     for i in range(timed):
         flush.fill_(i & 0xFF)
@@ -125,20 +147,19 @@ def time_steps(step, timed, flush, before_step=None, energy_window=0.0, energy=N
         stop.record()
         stop.synchronize()
         times.append(start.elapsed_time(stop))
-    if joules0 is not None:
-        steps = timed
-        while time.monotonic() - wall0 < energy_window:
-            flush.fill_(steps & 0xFF)
-            if before_step is not None:
-                before_step()
-            step()
-            torch.cuda.synchronize()
-            steps += 1
-        joules1 = meter.joules()
-        if joules1 is not None and joules1 > joules0:
-            energy["joules_per_step"] = (joules1 - joules0) / steps
-            energy["avg_watts"] = (joules1 - joules0) / (time.monotonic() - wall0)
-            energy["energy_steps"] = steps
+    extra = [timed]
+
+    def more():
+        flush.fill_(extra[0] & 0xFF)
+        extra[0] += 1
+        if before_step is not None:
+            before_step()
+        step()
+        torch.cuda.synchronize()
+
+    figures = window.finish(timed, more)
+    if figures:
+        energy.update(joules_per_step=figures["joules"], avg_watts=figures["watts"], energy_steps=figures["steps"])
     return statistics.median(times), min(times), max(times)
 
 
