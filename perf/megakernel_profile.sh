@@ -7,6 +7,8 @@
 #     PROF_NCU=gpt-oss-120b PROF_BENCH=1 PROF_BUDGET_S=400 perf/megakernel_profile.sh
 # PROF_BENCH=1 adds `detmoe bench --impl megakernel --routing balanced` (the four shapes against
 # the PyTorch pipeline, $OUT/bench-megakernel.json).
+# PROF_LINES=shape: a -lineinfo build (build-line) and ncu's stall samples of one launch of that
+# shape per source file and line (perf/ncu_source_lines.py; $OUT/ncu-lines.txt).
 # Builds build-device (ci/device-build.sh; carry .devdeps). Output: $OUT/profile.log (summary),
 # $OUT/ncu-full.txt, $OUT/ncu-hotspots.txt (stall samples per SASS instruction), $OUT/clocks.csv.
 set -uo pipefail
@@ -58,6 +60,24 @@ step() { echo; echo "=== $* ($(date +%T), $(left) s left)"; }
       >"$OUT/ncu-hotspots.txt" 2>&1
     gzip -c /tmp/sass.csv >"$OUT/ncu-sass.csv.gz"
     echo "hotspots exit $?"; head -c 3000 "$OUT/ncu-hotspots.txt"
+  fi
+  if [ -n "${PROF_LINES:-}" ] && [ "$(left)" -gt 120 ]; then
+    step "stall samples per source line, one ${PROF_LINES} launch (-lineinfo build)"
+    cmake -S "$root" -B "$root/build-line" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_FLAGS=-lineinfo \
+      -DCMAKE_PREFIX_PATH="$root/.devdeps/usr" -DCMAKE_LIBRARY_PATH="$root/.devdeps/usr/lib/x86_64-linux-gnu" \
+      -DNCCL_ROOT="$DETMOE_NCCL_ROOT" >/dev/null && ninja -C "$root/build-line" detmoe >/tmp/build-line.log 2>&1
+    echo "build-line exit $?"
+    timeout $(( $(left) - 40 )) ncu --clock-control none --section SourceCounters -f -o /tmp/lines \
+      -k regex:layer_forward --launch-count 1 \
+      "$root/build-line/detmoe" verify --impl megakernel --shape "$PROF_LINES" --forward-only --no-oracle >/tmp/ncu-lines.log 2>&1
+    echo "ncu exit $?"
+    ncu --import /tmp/lines.ncu-rep --page source --print-source sass --csv >/tmp/lines-sass.csv 2>&1
+    rm -rf /tmp/cubins && mkdir -p /tmp/cubins && (cd /tmp/cubins && cuobjdump -xelf all "$root/build-line/detmoe" >/dev/null)
+    cubin=$(grep -l layer_forward_kernel /tmp/cubins/*.cubin | head -1)
+    nvdisasm -g -c "$cubin" >/tmp/lines-disasm.txt
+    python3 "$root/perf/ncu_source_lines.py" /tmp/lines-sass.csv /tmp/lines-disasm.txt --kernel layer_forward_kernel \
+      --top "${PROF_HOT:-40}" >"$OUT/ncu-lines.txt" 2>&1
+    echo "source lines exit $?"; head -30 "$OUT/ncu-lines.txt"
   fi
   step done
 } 2>&1 | tee "$OUT/profile.log"
