@@ -154,7 +154,7 @@ DETMOE_DEVICE void weighted_sum(const LayerParams& p, const LaunchContext& ctx, 
     // Every row of the chunk lands in H/64 slabs of 64 columns (GEMM2's epilogue signals runs of
     // rows, counted in row-slabs, so it does not matter which warpgroup stored which columns).
     ok = wait_counter(ctx, rank_counters(p, s) + p.counters.slots_ready + task.index,
-                           static_cast<uint32_t>(n * p.k * (p.H / 64)), site);
+                      static_cast<uint32_t>(n * p.k * (p.H / 64)), site);
     if (ok && p.Fs > 0) {
       const int32_t tm = t0 / kRowsPerMBlock;
       const WaitSite shared_site{task.id, CounterKind::kShared2Done, static_cast<uint32_t>(s), tm};
