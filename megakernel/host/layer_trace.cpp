@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "megakernel/layer/device_error.h"
+#include "megakernel/layer/tile_form.h"
 
 namespace detmoe::mk {
 
@@ -109,6 +110,7 @@ std::string format_trace_summary(const TraceSummary& s) {
   }
   static constexpr std::array<const char*, 6> kForms = {"full",   "split columns",    "narrow",
                                                          "half rows", "narrow gate/up", "half rows, n g/u"};
+  static_assert(kForms.size() == kTileShapes, "a name for every TileShape");
   for (const TraceTileForm& f : s.forms)
     out += fmt::format("    {:<14} {:<13} {:>8} tiles, mainloop {:.2f} µs, epilogue {:.2f} µs\n", f.kind,
                        f.shape < static_cast<int32_t>(kForms.size()) ? kForms[static_cast<size_t>(f.shape)] : "?",

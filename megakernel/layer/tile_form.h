@@ -36,6 +36,7 @@ enum class TileShape : int32_t {
                   // one m64n128 over stage rows 64–191 (gate in registers 0–31, up in 32–63)
   kHalfRowsNarrowGateUp,  // both: warpgroup 0 narrow gate/up, warpgroup 1 m64n16
 };
+inline constexpr int32_t kTileShapes = 6;  // the trace names each (megakernel/host/layer_trace.cpp)
 
 // What the form rule looks at.
 struct TileExtent {

@@ -17,10 +17,10 @@ DETMOE_DEVICE uint32_t lane_id() { return threadIdx.x & 31u; }
 DETMOE_DEVICE uint32_t warp_id_uniform() { return __shfl_sync(0xffffffffu, threadIdx.x / 32u, 0); }
 
 // Named barrier over `threads` threads (a multiple of 32). Id 0 is __syncthreads.
-// bar.sync is .aligned: every thread of a warp must execute the same instance. A warp that
-// arrives diverged (e.g. lane 0 back from a single-thread wait while the other lanes are
-// already here) makes racecheck report the barrier as not ordering lane 0's shared stores,
-// so the warp reconverges first.
+// bar.sync is .aligned: every thread of a warp must execute the same instance, so the warp
+// reconverges first (the copy tasks reach it after one lane's single-thread wait). Reconverging
+// alone did not silence racecheck's report of the shared go/no-go flag those tasks used (H200,
+// 2026-12-03); named_barrier_and below replaced the flag.
 DETMOE_DEVICE void named_barrier_sync(uint32_t id, uint32_t threads) {
   __syncwarp();
   asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
