@@ -23,6 +23,7 @@
 #include "megakernel/gemm/operand_layout.cuh"
 #include "megakernel/gemm/pipeline.cuh"
 #include "megakernel/gemm/smem_layout.cuh"
+#include "megakernel/gemm/swiglu_batch.cuh"
 #include "megakernel/gemm/tile_config.cuh"
 #include "megakernel/layer/layer_params.h"
 #include "megakernel/layer/sync.cuh"
@@ -122,11 +123,16 @@ struct SplitSwiGLUEpilogue {
 #pragma unroll
     for (int s = 0; s < 2; ++s) {
       out.store(map_a, t.col0 + 64 * s, F, t.row, t.row_end, [&](uint32_t slab) {
-        gemm::write_bf16_slab(slab, t.warp, t.lane, [&](int j) {
-          const float g = __bfloat162float(__float2bfloat16_rn(acc[32 * s + j]));
-          const float u = __bfloat162float(__float2bfloat16_rn(acc[32 * s + j + kUp]));
-          return contract_swiglu(g, u);
-        });
+        // Two batches of 16: a batch of 32 holds 32 more live registers and spills.
+        float a[2][16];
+#pragma unroll
+        for (int b = 0; b < 2; ++b) {
+          const int c = 32 * s + 16 * b;
+          gemm::swiglu_batch(
+              a[b], [&](int j) { return __bfloat162float(__float2bfloat16_rn(acc[c + j])); },
+              [&](int j) { return __bfloat162float(__float2bfloat16_rn(acc[c + j + kUp])); });
+        }
+        gemm::write_bf16_slab(slab, t.warp, t.lane, [&](int j) { return a[j / 16][j % 16]; });
       });
     }
   }
