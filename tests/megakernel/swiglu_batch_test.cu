@@ -1,0 +1,108 @@
+// gemm::swiglu_batch (GEMM1's SwiGLU epilogue in the layer kernel) against contract_swiglu, bit
+// for bit, for every bf16 gate value, in the batch of 16 the layer uses. Most batches are on the
+// branch-free fast path; the ones holding a gate ≤ −87.5, −inf or NaN must take the per-element
+// fallback — the path no layer test reaches, since real gates are never that negative. Were the
+// fallback wrong (say, the fast reciprocal used anyway), 1 / (1 + e^87.5) would flush to zero
+// and those elements' bits would differ.
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "detmoe/contract_math.h"
+#include "megakernel/gemm/swiglu_batch.cuh"
+#include "tests/support/gpu.h"
+
+namespace detmoe::gemm {
+namespace {
+
+constexpr int kBatch = 16;       // as SplitSwiGLUEpilogue calls it (megakernel/layer/gemm_tiles.cuh)
+constexpr uint32_t kGates = 65536;  // every bf16 bit pattern
+
+float bf16_to_float(uint32_t bits16) {
+  const uint32_t bits = bits16 << 16;
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+// The mutant the test must catch: the fast reciprocal for every element, no fallback.
+template <int N, class Gate, class Up>
+__device__ void swiglu_always_fast(float (&out)[N], Gate&& gate, Up&& up) {
+  for (int j = 0; j < N; ++j) out[j] = (gate(j) * ptx::rcp_rn_fast(1.0f + expf(-gate(j)))) * up(j);
+}
+
+// Thread i takes gates i·16 … i·16 + 15 (consecutive bf16 patterns, so the slow values sit in
+// batches beside fast ones) and an up value per element from a fixed hash, and counts the
+// elements whose bits differ from contract_swiglu's.
+template <bool kMutant>
+__global__ void compare_batches(uint32_t rotate, unsigned long long* mismatches, uint32_t* first) {
+  const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= kGates / kBatch) return;
+  auto gate = [&](int j) { return __uint_as_float(((i * kBatch + (j + rotate) % kBatch) & 0xffffu) << 16); };
+  auto up = [&](int j) {
+    const uint32_t h = (i * kBatch + static_cast<uint32_t>(j)) * 2654435761u;
+    return __uint_as_float((0x3f00u + (h >> 24)) << 16) * ((h & 1u) ? -1.0f : 1.0f);  // ±[0.5, 2)
+  };
+  float out[kBatch];
+  if constexpr (kMutant) {
+    swiglu_always_fast(out, gate, up);
+  } else {
+    swiglu_batch(out, gate, up);
+  }
+  for (int j = 0; j < kBatch; ++j) {
+    const float want = contract_swiglu(gate(j), up(j));
+    const bool both_nan = isnan(want) && isnan(out[j]);
+    if (!both_nan && __float_as_uint(out[j]) != __float_as_uint(want)) {
+      if (atomicAdd(mismatches, 1ull) == 0) *first = __float_as_uint(gate(j));
+    }
+  }
+}
+
+TEST(SwigluBatch, EqualsContractSwigluForEveryBf16GateOnBothPaths) {
+  // Batches the fast path must refuse: any gate NaN or below −87 (1 + e^−g ≥ 2^126).
+  int slow_batches = 0;
+  for (uint32_t b = 0; b < kGates / kBatch; ++b) {
+    bool slow = false;
+    for (uint32_t j = 0; j < kBatch; ++j) {
+      const float g = bf16_to_float(b * kBatch + j);
+      slow = slow || std::isnan(g) || g < -87.0f;
+    }
+    slow_batches += slow;
+  }
+  // Without slow batches the fallback would go untested; without fast ones, the fast path.
+  ASSERT_GT(slow_batches, 100);
+  ASSERT_LT(slow_batches, static_cast<int>(kGates / kBatch) - 100);
+  DETMOE_REQUIRE_GPU();
+
+  unsigned long long* d_mismatches = nullptr;
+  uint32_t* d_first = nullptr;
+  ASSERT_EQ(cudaMalloc(&d_mismatches, sizeof *d_mismatches), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&d_first, sizeof *d_first), cudaSuccess);
+  auto run = [&](auto kernel, uint32_t rotate, uint32_t* first) {
+    unsigned long long mismatches = ~0ull;
+    EXPECT_EQ(cudaMemset(d_mismatches, 0, sizeof *d_mismatches), cudaSuccess);
+    kernel<<<kGates / kBatch / 256, 256>>>(rotate, d_mismatches, d_first);
+    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    EXPECT_EQ(cudaMemcpy(&mismatches, d_mismatches, sizeof mismatches, cudaMemcpyDeviceToHost), cudaSuccess);
+    EXPECT_EQ(cudaMemcpy(first, d_first, sizeof *first, cudaMemcpyDeviceToHost), cudaSuccess);
+    return mismatches;
+  };
+  // Rotating the batch changes where the slow elements sit in it.
+  for (uint32_t rotate : {0u, 5u, 15u}) {
+    uint32_t first = 0;
+    EXPECT_EQ(run(compare_batches<false>, rotate, &first), 0u)
+        << "rotate " << rotate << ": first mismatch at gate bits 0x" << std::hex << first;
+  }
+  // The comparison has teeth: without the fallback the gates ≤ −87.5 come out wrong.
+  uint32_t first = 0;
+  EXPECT_GT(run(compare_batches<true>, 0, &first), 0u) << "the always-fast mutant went unnoticed";
+  cudaFree(d_mismatches);
+  cudaFree(d_first);
+}
+
+}  // namespace
+}  // namespace detmoe::gemm
