@@ -82,7 +82,7 @@ StatusOr<std::unique_ptr<Layer>> Layer::create(const Shape& shape, const LayerCo
   DETMOE_RETURN_IF_ERROR(mk::configure_forward_kernel(&per_sm));
   if (per_sm < 1) return Status(ErrorCode::kCudaError, "megakernel: the fused kernel does not fit on one SM");
 
-  auto sizes = mk::layer_sizes(shape, config);
+  auto sizes = mk::layer_sizes(shape, config, grid);
   if (!sizes.ok()) return sizes.status();
   auto impl = std::make_unique<Impl>();
   impl->shape = shape;
@@ -134,6 +134,7 @@ Status Layer::forward(const LayerForwardArgs& args, cudaStream_t stream) {
   p.Fs = static_cast<int32_t>(sh.Fs);
   p.experts_per_rank = static_cast<int32_t>(sh.experts_per_rank());
   p.capacity = static_cast<int32_t>(z.capacity);
+  p.plan_chunk_tokens = z.plan_chunk_tokens;
   p.chunks_per_rank = static_cast<int32_t>(z.chunks_per_rank);
   p.sum_chunks = static_cast<int32_t>(z.sum_chunks);
   p.token_mblocks = static_cast<int32_t>(z.token_mblocks);
@@ -243,7 +244,7 @@ Status Layer::synchronize(cudaStream_t stream) {
   mk::DeviceErrorRecord record{};
   DETMOE_CUDA_RETURN(cudaMemcpy(&record, impl_->ws.error, sizeof record, cudaMemcpyDeviceToHost));
   if (record.state == 0) return Status::Ok();
-  const Status fault = mk::fault_status(record, impl_->shape);
+  const Status fault = mk::fault_status(record, impl_->shape, impl_->sizes.plan_chunk_tokens);
   DETMOE_CUDA_RETURN(cudaMemset(impl_->ws.error, 0, sizeof record));
   DETMOE_CUDA_RETURN(cudaDeviceSynchronize());
   return fault;

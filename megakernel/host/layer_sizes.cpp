@@ -37,12 +37,20 @@ Status check_megakernel_limits(const Shape& shape, const LayerConfig& config, in
   return Status::Ok();
 }
 
-StatusOr<LayerSizes> layer_sizes(const Shape& shape, const LayerConfig& config) {
+int32_t plan_chunk_tokens(int64_t T, int64_t P, int64_t grid_ctas) {
+  int32_t c = kPlanChunkTokens;
+  while (c > kMinPlanChunkTokens && P * div_up(T, c / 2) <= grid_ctas) c /= 2;
+  return c;
+}
+
+StatusOr<LayerSizes> layer_sizes(const Shape& shape, const LayerConfig& config, int64_t grid_ctas) {
   DETMOE_RETURN_IF_ERROR(validate(config, shape));
+  if (grid_ctas < 1) return invalid_argument(fmt::format("layer_sizes: grid_ctas = {} must be ≥ 1", grid_ctas));
   LayerSizes z;
   const int64_t P = shape.P, T = shape.T, H = shape.H, F = shape.F, Fs = shape.Fs;
   z.capacity = config.recv_capacity_rows > 0 ? config.recv_capacity_rows : worst_case_recv_rows(shape);
-  z.chunks_per_rank = div_up(T, kPlanChunkTokens);
+  z.plan_chunk_tokens = plan_chunk_tokens(T, P, grid_ctas);
+  z.chunks_per_rank = div_up(T, z.plan_chunk_tokens);
   z.sum_chunks = div_up(T, kSumChunkTokens);
   z.token_mblocks = div_up(T, kRowsPerMBlock);
   z.mblock_capacity = z.capacity / kRowsPerMBlock + shape.experts_per_rank() + 1;
@@ -127,7 +135,7 @@ WorkspaceLayout layout_workspace(uintptr_t base, const Shape& shape, const Layer
   return out;
 }
 
-std::string describe_task(uint64_t id) {
+std::string describe_task(uint64_t id, int32_t plan_chunk_tokens) {
   const uint32_t rank = task_rank(id), index = task_index(id);
   switch (task_kind(id)) {
     case TaskKind::kPlan: {
@@ -135,7 +143,8 @@ std::string describe_task(uint64_t id) {
       return fmt::format("plan phase {} ({})", index, index < 3 ? kPhases[index] : "?");
     }
     case TaskKind::kPlaceDispatch:
-      return fmt::format("place+dispatch of token chunk {} (tokens {}..) of rank {}", index, index * kPlanChunkTokens, rank);
+      return fmt::format("place+dispatch of token chunk {} (tokens {}..) of rank {}", index, int64_t{index} * plan_chunk_tokens,
+                         rank);
     case TaskKind::kGemm1: return fmt::format("GEMM1 (+SwiGLU) tile {} of rank {}", index, rank);
     case TaskKind::kSharedGemm1: return fmt::format("shared-expert GEMM1 tile {} of rank {}", index, rank);
     case TaskKind::kGemm2: return fmt::format("GEMM2 (+combine) tile {} of rank {}", index, rank);
@@ -158,7 +167,7 @@ std::string describe_counter(CounterKind kind, uint32_t rank, int64_t index) {
   return fmt::format("counter kind {} index {} of rank {}", static_cast<uint32_t>(kind), index, rank);
 }
 
-Status fault_status(const DeviceErrorRecord& r, const Shape& shape) {
+Status fault_status(const DeviceErrorRecord& r, const Shape& shape, int32_t plan_chunk_tokens) {
   const auto code = static_cast<FaultCode>(r.state & 0xffffffffull);
   const auto epoch = static_cast<uint32_t>(r.state >> 32);
   const int64_t token = r.counter_index;
@@ -169,7 +178,7 @@ Status fault_status(const DeviceErrorRecord& r, const Shape& shape) {
       return {ErrorCode::kDeviceTimeout,
               fmt::format("megakernel launch (epoch {}): {} waited past the spin timeout on the {}: expected {}, saw {} "
                           "(CTA {}, thread {})",
-                          epoch, describe_task(r.task), describe_counter(static_cast<CounterKind>(r.counter_kind), r.rank,
+                          epoch, describe_task(r.task, plan_chunk_tokens), describe_counter(static_cast<CounterKind>(r.counter_kind), r.rank,
                                                                          r.counter_index),
                           r.expected, r.seen < 0 ? std::string("a stale epoch") : std::to_string(r.seen), r.block,
                           r.thread)};

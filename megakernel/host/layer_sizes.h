@@ -15,7 +15,8 @@ namespace detmoe::mk {
 
 struct LayerSizes {
   int64_t capacity = 0;         // receive rows per rank
-  int64_t chunks_per_rank = 0;  // plan chunks
+  int32_t plan_chunk_tokens = 0;  // tokens per plan chunk: plan_chunk_tokens(T, P, grid)
+  int64_t chunks_per_rank = 0;    // plan chunks
   int64_t sum_chunks = 0;
   int64_t token_mblocks = 0;
   int64_t mblock_capacity = 0;  // m-blocks a rank can have: capacity/128 + E/P + 1
@@ -33,7 +34,14 @@ struct LayerSizes {
 // grid_ctas: the persistent grid; it must give each of the P ranks at least one CTA.
 Status check_megakernel_limits(const Shape& shape, const LayerConfig& config, int64_t grid_ctas);
 
-StatusOr<LayerSizes> layer_sizes(const Shape& shape, const LayerConfig& config);
+// Tokens per plan chunk for a grid of grid_ctas: kPlanChunkTokens, halved (down to
+// kMinPlanChunkTokens) while the halves' P·⌈T / c⌉ dispatch tasks still fit in one wave of the
+// grid. With 128-token chunks deepseek-v3 and mixtral-8x7b (T = 8192) had 64 dispatch tasks and 68
+// of 132 CTAs waiting for them; at 64 tokens 128 CTAs copy. T = 16384 keeps 128 (256 tasks of 64
+// would be two waves of half the work each: no gain, more plan).
+int32_t plan_chunk_tokens(int64_t T, int64_t P, int64_t grid_ctas);
+
+StatusOr<LayerSizes> layer_sizes(const Shape& shape, const LayerConfig& config, int64_t grid_ctas);
 
 // The scheduling knobs as the kernel reads them (LayerParams). They move tasks between CTAs and
 // in time, never a bit (DESIGN.md D1).
@@ -53,11 +61,11 @@ struct WorkspaceLayout {
 };
 WorkspaceLayout layout_workspace(uintptr_t base, const Shape& shape, const LayerSizes& sizes);
 
-// "GEMM1 tile 7 of rank 1" etc.
-std::string describe_task(uint64_t task_id);
+// "GEMM1 tile 7 of rank 1" etc.; plan_chunk_tokens places a dispatch chunk's tokens.
+std::string describe_task(uint64_t task_id, int32_t plan_chunk_tokens);
 std::string describe_counter(CounterKind kind, uint32_t rank, int64_t index);
 
 // The Status of a fault record (Ok when it holds none).
-Status fault_status(const DeviceErrorRecord& record, const Shape& shape);
+Status fault_status(const DeviceErrorRecord& record, const Shape& shape, int32_t plan_chunk_tokens);
 
 }  // namespace detmoe::mk

@@ -65,8 +65,8 @@ DETMOE_DEVICE void place_and_dispatch(const LayerParams& p, const LaunchContext&
   const int warp = tid / 32;
   const uint32_t lane = ptx::lane_id();
   const int32_t chunk = s * p.chunks_per_rank + chunk_in_rank;
-  const int32_t t0 = chunk_in_rank * kPlanChunkTokens;
-  const int32_t n = min(kPlanChunkTokens, p.T - t0);
+  const int32_t t0 = chunk_in_rank * p.plan_chunk_tokens;
+  const int32_t n = min(p.plan_chunk_tokens, p.T - t0);
   const int32_t pairs = n * p.k;
   const int32_t* idx = p.rank[s].topk_idx + static_cast<int64_t>(t0) * p.k;
   const int32_t* chunk_base = p.ws.chunk_base + static_cast<int64_t>(chunk) * p.E;
@@ -123,7 +123,7 @@ DETMOE_DEVICE void place_and_dispatch(const LayerParams& p, const LaunchContext&
   fence_acq_rel_gpu();
   copy_barrier();
   // One signal per (expert, m-block) the chunk's rows fall in: at most two per expert, since a
-  // chunk holds at most kPlanChunkTokens ≤ 128 rows of one expert.
+  // chunk holds at most plan_chunk_tokens ≤ kPlanChunkTokens ≤ 128 rows of one expert.
   for (int e = tid; e < p.E; e += kCopyThreads) {
     const int32_t count = hist[e];
     if (count == 0) continue;

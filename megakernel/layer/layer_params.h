@@ -18,8 +18,12 @@
 namespace detmoe::mk {
 
 inline constexpr int kMaxRanks = 8;
-// Tokens per plan chunk: the unit of the histogram, of the row placement and of a dispatch task.
+// Tokens per plan chunk (the unit of the histogram, of the row placement and of a dispatch task):
+// at most kPlanChunkTokens, at least kMinPlanChunkTokens; the host picks it per launch
+// (plan_chunk_tokens(), layer_sizes.h) so that the dispatch tasks fill the grid. The chunking
+// decides who places and copies a row, never where it goes (the placement is a stable sort).
 inline constexpr int kPlanChunkTokens = 128;
+inline constexpr int kMinPlanChunkTokens = 32;
 // Tokens per weighted-sum task (and per slots-ready counter).
 inline constexpr int kSumChunkTokens = 32;
 // Rows per m-block (= the GEMM core's BLOCK_M) and output columns per tile of each GEMM.
@@ -97,7 +101,8 @@ struct LayerParams {
   int32_t T, H, F, E, k, P, Fs;
   int32_t experts_per_rank;
   int32_t capacity;         // receive rows per rank
-  int32_t chunks_per_rank;  // ⌈T / kPlanChunkTokens⌉
+  int32_t plan_chunk_tokens;  // tokens per plan chunk (≤ kPlanChunkTokens)
+  int32_t chunks_per_rank;    // ⌈T / plan_chunk_tokens⌉
   int32_t sum_chunks;       // ⌈T / kSumChunkTokens⌉
   int32_t token_mblocks;    // ⌈T / 128⌉
   int32_t store_h;

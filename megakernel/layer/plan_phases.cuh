@@ -1,7 +1,7 @@
 // The routing plan inside the fused kernel: the same tables as build_routing_plan (host) and the
 // reference's plan kernels, bit for bit, as three grid-wide phases of the persistent grid.
 //
-//   A  one warp per chunk of kPlanChunkTokens tokens (global order: source rank, token):
+//   A  one warp per chunk of plan_chunk_tokens tokens (global order: source rank, token):
 //      validate the routing (the smallest bad (token, slot) wins, so the reported fault does not
 //      depend on timing) and count the chunk's rows per expert. The count uses __match_any_sync
 //      over 32 (token, slot) pairs at a time: one leader per expert adds the group's count, so
@@ -41,8 +41,8 @@ DETMOE_DEVICE unsigned long long bad_key(int64_t token, int slot, bool weight_fa
 DETMOE_DEVICE void plan_count_chunk(const LayerParams& p, int32_t chunk, int* hist) {
   const uint32_t lane = ptx::lane_id();
   const int32_t s = chunk / p.chunks_per_rank;
-  const int32_t t0 = (chunk % p.chunks_per_rank) * kPlanChunkTokens;
-  const int32_t n = min(kPlanChunkTokens, p.T - t0);
+  const int32_t t0 = (chunk % p.chunks_per_rank) * p.plan_chunk_tokens;
+  const int32_t n = min(p.plan_chunk_tokens, p.T - t0);
   const int32_t pairs = n * p.k;
   const int32_t* idx = p.rank[s].topk_idx + static_cast<int64_t>(t0) * p.k;
   const float* w = p.rank[s].topk_w + static_cast<int64_t>(t0) * p.k;

@@ -4,7 +4,7 @@
 // CTA runs its tasks in list order, so the lowest unfinished task can always run: no deadlock
 // while all CTAs are resident (the launch is cooperative).
 //
-//   level 0  place+dispatch   one per chunk of kPlanChunkTokens of the rank's tokens
+//   level 0  place+dispatch   one per chunk of plan_chunk_tokens of the rank's tokens
 //   level 1  GEMM1            per (m-block of the rank's experts, 128 columns of F)
 //            shared GEMM1     per (128 of the rank's tokens, 128 columns of Fs)
 //   level 2  GEMM2            per (m-block, 256 columns of H); its epilogue is the combine: the

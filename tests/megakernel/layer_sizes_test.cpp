@@ -27,10 +27,11 @@ bool contains(const std::string& s, const std::string& part) { return s.find(par
 TEST(LayerSizes, WorstCaseCapacityAndDisjointCounters) {
   Shape s{1000, 256, 192, 16, 4, 2, 64};
   LayerConfig c;
-  auto z = layer_sizes(s, c);
+  auto z = layer_sizes(s, c, 132);
   ASSERT_TRUE(z.ok()) << z.status().to_string();
   EXPECT_EQ(z->capacity, worst_case_recv_rows(s));
-  EXPECT_EQ(z->chunks_per_rank, (1000 + kPlanChunkTokens - 1) / kPlanChunkTokens);
+  EXPECT_EQ(z->plan_chunk_tokens, 32);  // 2 ranks · ⌈1000 / 32⌉ = 64 dispatch tasks fit in 132 CTAs
+  EXPECT_EQ(z->chunks_per_rank, (1000 + 31) / 32);
   EXPECT_EQ(z->sum_chunks, (1000 + kSumChunkTokens - 1) / kSumChunkTokens);
   EXPECT_EQ(z->token_mblocks, 8);
   // Every expert adds at most one partial m-block to the capacity's full ones.
@@ -54,7 +55,7 @@ TEST(LayerSizes, UserCapacityAndNoSavedH) {
   LayerConfig c;
   c.recv_capacity_rows = 77;
   c.save_h = false;
-  auto z = layer_sizes(small_shape(), c);
+  auto z = layer_sizes(small_shape(), c, 132);
   ASSERT_TRUE(z.ok());
   EXPECT_EQ(z->capacity, 77);
   EXPECT_EQ(z->h, 0);
@@ -70,7 +71,7 @@ TEST(LayerSizes, WorkspacePiecesAreAlignedDisjointAndInside) {
     for (const Shape& s : {Shape{1000, 256, 192, 16, 4, 2, 64}, small_shape(), Shape{1, 64, 64, 1, 1, 1, 0}}) {
       LayerConfig c;
       c.save_h = save_h;
-      auto z = layer_sizes(s, c);
+      auto z = layer_sizes(s, c, 17);
       ASSERT_TRUE(z.ok()) << z.status().to_string();
       const uintptr_t base = uintptr_t{1} << 40;
       const WorkspaceLayout L = layout_workspace(base, s, *z);
@@ -130,9 +131,28 @@ TEST(TaskIds, RoundTrip) {
     EXPECT_EQ(task_rank(id), 7u);
     EXPECT_EQ(task_index(id), 123456789u);
   }
-  EXPECT_EQ(describe_task(make_task_id(TaskKind::kGemm2, 1, 3)), "GEMM2 (+combine) tile 3 of rank 1");
-  EXPECT_EQ(describe_task(make_task_id(TaskKind::kWeightedSum, 0, 9)),
+  EXPECT_EQ(describe_task(make_task_id(TaskKind::kGemm2, 1, 3), 128), "GEMM2 (+combine) tile 3 of rank 1");
+  EXPECT_EQ(describe_task(make_task_id(TaskKind::kPlaceDispatch, 2, 5), 64),
+            "place+dispatch of token chunk 5 (tokens 320..) of rank 2");
+  EXPECT_EQ(describe_task(make_task_id(TaskKind::kWeightedSum, 0, 9), 128),
             "weighted sum of token chunk 9 (tokens 288..) of rank 0");
+}
+
+// Dispatch chunks: 128 tokens unless half-size chunks still fit the grid in one wave, down to 32.
+TEST(LayerSchedule, PlanChunkTokensFillTheGridInOneWave) {
+  EXPECT_EQ(plan_chunk_tokens(16384, 1, 132), 128);  // qwen3, gpt-oss: 128 tasks
+  EXPECT_EQ(plan_chunk_tokens(8192, 1, 132), 64);    // deepseek, mixtral: 128 tasks, not 64
+  EXPECT_EQ(plan_chunk_tokens(8192, 1, 127), 128);   // 128 half chunks would not fit
+  EXPECT_EQ(plan_chunk_tokens(8192, 1, 128), 64);
+  EXPECT_EQ(plan_chunk_tokens(8192, 8, 132), 128);   // 8 ranks · 64 chunks
+  EXPECT_EQ(plan_chunk_tokens(1024, 1, 132), 32);
+  EXPECT_EQ(plan_chunk_tokens(1, 1, 1), kMinPlanChunkTokens);
+  EXPECT_EQ(plan_chunk_tokens(65536, 1, 1), kPlanChunkTokens);
+  for (int64_t T : {1, 31, 100, 4097, 8192, 65536})
+    for (int64_t grid : {1, 17, 66, 100, 132}) {
+      const int32_t c = plan_chunk_tokens(T, 1, grid);
+      EXPECT_TRUE(c == 32 || c == 64 || c == 128) << T << " " << grid;
+    }
 }
 
 // LayerConfig::overlap_rows → m-blocks per GEMM band (LayerParams::band_mblocks).
@@ -240,7 +260,7 @@ DeviceErrorRecord record(FaultCode code, uint32_t epoch) {
   return r;
 }
 
-TEST(FaultStatus, NoneIsOk) { EXPECT_TRUE(fault_status(DeviceErrorRecord{}, small_shape()).ok()); }
+TEST(FaultStatus, NoneIsOk) { EXPECT_TRUE(fault_status(DeviceErrorRecord{}, small_shape(), 128).ok()); }
 
 TEST(FaultStatus, TimeoutNamesTaskCounterAndValues) {
   DeviceErrorRecord r = record(FaultCode::kTimeout, 5);
@@ -250,13 +270,13 @@ TEST(FaultStatus, TimeoutNamesTaskCounterAndValues) {
   r.counter_index = 2;
   r.expected = 12;
   r.seen = 10;
-  const Status st = fault_status(r, small_shape());
+  const Status st = fault_status(r, small_shape(), 128);
   EXPECT_EQ(st.code(), ErrorCode::kDeviceTimeout);
   EXPECT_TRUE(contains(st.message(), "GEMM2 (+combine) tile 3 of rank 1")) << st.message();
   EXPECT_TRUE(contains(st.message(), "GEMM1-done counter of m-block 2 of rank 1")) << st.message();
   EXPECT_TRUE(contains(st.message(), "expected 12, saw 10")) << st.message();
   r.seen = -1;
-  EXPECT_TRUE(contains(fault_status(r, small_shape()).message(), "saw a stale epoch"));
+  EXPECT_TRUE(contains(fault_status(r, small_shape(), 128).message(), "saw a stale epoch"));
 }
 
 TEST(FaultStatus, BadRoutingNamesTokenSlotAndValue) {
@@ -265,14 +285,14 @@ TEST(FaultStatus, BadRoutingNamesTokenSlotAndValue) {
   r.counter_index = 305;  // global token 305 = token 5 of rank 1
   r.expected = 1;         // slot
   r.seen = 8;             // the id
-  Status st = fault_status(r, s);
+  Status st = fault_status(r, s, 128);
   EXPECT_EQ(st.code(), ErrorCode::kInvalidArgument);
   EXPECT_TRUE(contains(st.message(), "topk_idx[5,1] = 8 of rank 1 is out of range [0, 8)")) << st.message();
   r = record(FaultCode::kRepeatedExpert, 1);
   r.counter_index = 4;
   r.expected = 1;
   r.seen = 3;
-  st = fault_status(r, s);
+  st = fault_status(r, s, 128);
   EXPECT_TRUE(contains(st.message(), "topk_idx[4,1] = 3 of rank 0 repeats")) << st.message();
   r = record(FaultCode::kNonFiniteWeight, 1);
   const float inf = INFINITY;
@@ -281,7 +301,7 @@ TEST(FaultStatus, BadRoutingNamesTokenSlotAndValue) {
   r.seen = bits;
   r.counter_index = 0;
   r.expected = 0;
-  st = fault_status(r, s);
+  st = fault_status(r, s, 128);
   EXPECT_TRUE(contains(st.message(), "topk_w[0,0] = inf")) << st.message();
 }
 
@@ -290,7 +310,7 @@ TEST(FaultStatus, CapacityNamesRankRowsAndCapacity) {
   r.rank = 3;
   r.seen = 900;
   r.expected = 512;
-  const Status st = fault_status(r, small_shape());
+  const Status st = fault_status(r, small_shape(), 128);
   EXPECT_EQ(st.code(), ErrorCode::kCapacityExceeded);
   EXPECT_TRUE(contains(st.message(), "rank 3 would receive 900 rows")) << st.message();
   EXPECT_TRUE(contains(st.message(), "recv_capacity_rows = 512")) << st.message();
