@@ -9,6 +9,7 @@
 #include "detmoe/shapes.h"
 #include "gpu_problem.h"
 #include "layer_test_util.h"
+#include "megakernel/host/layer_sizes.h"
 #include "megakernel/host/layer_trace.h"
 #include "megakernel/layer/layer_params.h"
 #include "support/gpu.h"
@@ -183,7 +184,9 @@ TEST(MegakernelTrace, RecordsEveryTaskOnceAndChangesNoBits) {
     sums += mk::task_kind(t.task) == mk::TaskKind::kWeightedSum ? 1 : 0;
   }
   EXPECT_EQ(static_cast<int>(plan_records.size()), (*c)->layer().grid_ctas());
-  EXPECT_EQ(dispatch, s.P * ((s.T + mk::kPlanChunkTokens - 1) / mk::kPlanChunkTokens));
+  // One dispatch task per plan chunk, whose size the layer picks for its grid.
+  const int64_t chunk = mk::plan_chunk_tokens(s.T, s.P, (*c)->layer().grid_ctas());
+  EXPECT_EQ(dispatch, s.P * ((s.T + chunk - 1) / chunk));
   EXPECT_EQ(sums, s.P * ((s.T + mk::kSumChunkTokens - 1) / mk::kSumChunkTokens));
   const mk::TraceSummary summary = mk::summarize_trace(*trace);
   EXPECT_GT(summary.span_us, 0.0);
