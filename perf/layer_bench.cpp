@@ -13,6 +13,8 @@
 //   --trace: the megakernel records its task timeline; the last timed launch's summary (per task
 //            kind: count, first start, last end, busy time per CTA, mainloop / signal / epilogue
 //            per GEMM tile; the SM clock it ran at) goes to stderr. Launches stay back to back.
+//   --trace-out=DIR: --trace, and the last timed launch's whole timeline as Chrome trace JSON in
+//            DIR/megakernel-<shape>-<routing>.trace.json (Perfetto; one track per CTA)
 //   --trace-each: also one line per timed launch, read back after each (outside the timed region,
 //            but the read-back leaves the GPU idle between launches, so it runs cooler and
 //            clocks higher than back to back: compare its clock with --trace's)
@@ -28,6 +30,8 @@
 // fault of the megakernel fails the benchmark run (exit 3) with its Status.
 #include <benchmark/benchmark.h>
 #include <cuda_runtime.h>
+
+#include <fstream>
 
 #include <algorithm>
 #include <cstdio>
@@ -60,6 +64,7 @@ struct Options {
   uint64_t seed = 1;
   bool trace = false;
   bool trace_each = false;
+  std::string trace_out;  // directory for the Chrome trace JSON, empty: none
   double energy_window_s = 1.0;
   bool save_h = true;
   std::vector<std::pair<int32_t, int32_t>> knobs = {{0, 0}};  // (comm_sms, overlap_rows)
@@ -218,7 +223,8 @@ std::string fmt_launch_line(double ms, const std::string& summary) {
 
 // The forward megakernel: one launch per step, no host synchronisation inside the timed region.
 void bench_megakernel(benchmark::State& state, std::string shape_name, std::string routing, uint64_t seed,
-                      bool trace, bool trace_each, std::pair<int32_t, int32_t> knobs, bool save_h) {
+                      bool trace, bool trace_each, std::string trace_out, std::pair<int32_t, int32_t> knobs,
+                      bool save_h) {
   ReferenceSession& s = session_for(shape_name, routing, "per-expert", seed);
   DeviceProblem& p = s.problem();
   Current& c = current();
@@ -260,6 +266,13 @@ void bench_megakernel(benchmark::State& state, std::string shape_name, std::stri
     }
     std::fprintf(stderr, "%s %s, last timed launch:\n%s", shape_name.c_str(), routing.c_str(),
                  mk::format_trace_summary(summary).c_str());
+    if (!trace_out.empty()) {
+      const std::string path = trace_out + "/megakernel-" + shape_name + "-" + routing + ".trace.json";
+      std::ofstream file(path);
+      file << mk::trace_chrome_json(*t);
+      if (!file) die("cannot write " + path);
+      std::fprintf(stderr, "wrote %s\n", path.c_str());
+    }
     double busy = 0;
     for (const mk::TracePhase& p : summary.phases) busy += p.busy_us;
     state.counters["trace_span_ms"] = summary.span_us * 1e-3;
@@ -301,6 +314,7 @@ int main(int argc, char** argv) {
     else if (const char* v = value("--impls=")) o.impls = split(v);
     else if (a == "--trace") o.trace = true;
     else if (a == "--trace-each") o.trace = o.trace_each = true;
+    else if (const char* v = value("--trace-out=")) o.trace = true, o.trace_out = v;
     else if (const char* v = value("--knobs=")) {
       o.knobs.clear();
       for (const std::string& item : split(v)) {
@@ -339,7 +353,8 @@ int main(int argc, char** argv) {
           if (knobs != std::pair<int32_t, int32_t>{0, 0})
             name += "/comm" + std::to_string(knobs.first) + "-rows" + std::to_string(knobs.second);
           if (!o.save_h) name += "/no-save-h";
-          benchmark::RegisterBenchmark(name.c_str(), bench_megakernel, shape, routing, o.seed, o.trace, o.trace_each, knobs,
+          benchmark::RegisterBenchmark(name.c_str(), bench_megakernel, shape, routing, o.seed, o.trace, o.trace_each, o.trace_out,
+                                       knobs,
                                        o.save_h)
               ->UseManualTime()
               ->Unit(benchmark::kMillisecond)

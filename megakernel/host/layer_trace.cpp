@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <array>
 #include <limits>
@@ -11,13 +13,22 @@
 #include "megakernel/layer/tile_form.h"
 
 namespace detmoe::mk {
+namespace {
+
+// Task kind names, indexed by TaskKind (0: unknown).
+constexpr std::array<const char*, 8> kNames = {"?",          "plan",         "dispatch",
+                                               "GEMM1",      "shared GEMM1", "GEMM2+combine",
+                                               "shared GEMM2", "weighted sum"};
+
+const char* kind_name(uint64_t task) {
+  return kNames[std::min<size_t>(static_cast<size_t>(task_kind(task)), kNames.size() - 1)];
+}
+
+}  // namespace
 
 TraceSummary summarize_trace(const std::vector<LayerTaskTrace>& trace) {
   TraceSummary s;
   if (trace.empty()) return s;
-  static constexpr std::array<const char*, 8> kNames = {"?",          "plan",         "dispatch",
-                                                        "GEMM1",      "shared GEMM1", "GEMM2+combine",
-                                                        "shared GEMM2", "weighted sum"};
   int64_t t0 = std::numeric_limits<int64_t>::max(), t1 = std::numeric_limits<int64_t>::min();
   int32_t max_cta = -1;
   for (const LayerTaskTrace& r : trace) {
@@ -129,6 +140,37 @@ std::string format_trace_line(const TraceSummary& s) {
       out += fmt::format(" ({:.1f}+{:.1f}+{:.1f} µs/task)", p.mainloop_us, p.signal_us, p.epilogue_us);
   }
   return out;
+}
+
+std::string trace_chrome_json(const std::vector<LayerTaskTrace>& trace) {
+  using nlohmann::json;
+  int64_t t0 = std::numeric_limits<int64_t>::max();
+  for (const LayerTaskTrace& r : trace) t0 = std::min(t0, r.start_ns);
+  auto us = [&](int64_t ns) { return static_cast<double>(ns - t0) * 1e-3; };
+  json events = json::array();
+  int32_t ctas = 0;
+  for (const LayerTaskTrace& r : trace) ctas = std::max(ctas, r.cta + 1);
+  for (int32_t c = 0; c < ctas; ++c)
+    events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", 0}, {"tid", c},
+                      {"args", {{"name", fmt::format("CTA {}", c)}}}});
+  for (const LayerTaskTrace& r : trace) {
+    json args = {{"task", fmt::format("0x{:x}", r.task)}, {"rank", task_rank(r.task)}, {"index", task_index(r.task)}};
+    if (r.mainloop_end_ns > 0) {
+      args["tile_shape"] = r.tile_shape;
+      args["mainloop_end_us"] = us(r.mainloop_end_ns);
+      args["epilogue_start_us"] = us(r.epilogue_start_ns);
+    }
+    if (r.sm_cycles > 0) args["sm_cycles"] = r.sm_cycles;
+    events.push_back({{"name", fmt::format("{} {}", kind_name(r.task), task_index(r.task))},
+                      {"cat", kind_name(r.task)},
+                      {"ph", "X"},
+                      {"pid", 0},
+                      {"tid", r.cta},
+                      {"ts", us(r.start_ns)},
+                      {"dur", static_cast<double>(r.end_ns - r.start_ns) * 1e-3},
+                      {"args", std::move(args)}});
+  }
+  return json{{"displayTimeUnit", "ns"}, {"traceEvents", std::move(events)}}.dump() + "\n";
 }
 
 }  // namespace detmoe::mk

@@ -48,4 +48,9 @@ std::string format_trace_summary(const TraceSummary& s);
 // One line: span, SM clock, busy time per kind and mainloop+epilogue per GEMM task.
 std::string format_trace_line(const TraceSummary& s);
 
+// The timeline as Chrome trace-event JSON (open in Perfetto or chrome://tracing): one complete
+// event per task on its CTA's track, µs after the launch's first start, with the task id, rank,
+// index and, for GEMM tiles, the wgmma form and the mainloop-end / epilogue-start marks.
+std::string trace_chrome_json(const std::vector<LayerTaskTrace>& trace);
+
 }  // namespace detmoe::mk

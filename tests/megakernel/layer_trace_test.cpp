@@ -2,6 +2,8 @@
 // first start, busy time averaged over the CTAs.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include "megakernel/host/layer_trace.h"
 #include "megakernel/layer/device_error.h"
 
@@ -53,6 +55,37 @@ TEST(LayerTrace, SummarisesPhasesByKind) {
   EXPECT_EQ(s.forms[1].shape, 3);
   EXPECT_DOUBLE_EQ(s.forms[1].epilogue_us, 8.0);
   EXPECT_NE(text.find("half rows"), std::string::npos);
+}
+
+// The Chrome trace export: a track name per CTA, then one complete event per task in µs after the
+// launch's first start, GEMM tiles with their form and marks.
+TEST(LayerTrace, ChromeJsonHasOneEventPerTaskOnItsCtasTrack) {
+  const std::vector<LayerTaskTrace> trace = {
+      {0, id(TaskKind::kPlan, 0), 1'000'000, 1'010'000, 0, 0, 140'000},
+      {1, make_task_id(TaskKind::kGemm2, 2, 7), 1'012'000, 1'052'000, 1'048'000, 1'049'500, 0, 1},
+  };
+  const auto j = nlohmann::json::parse(trace_chrome_json(trace));
+  const auto& ev = j.at("traceEvents");
+  ASSERT_EQ(ev.size(), 4u);  // two track names, two tasks
+  EXPECT_EQ(ev[0].at("ph"), "M");
+  EXPECT_EQ(ev[1].at("args").at("name"), "CTA 1");
+  const auto& plan = ev[2];
+  EXPECT_EQ(plan.at("ph"), "X");
+  EXPECT_EQ(plan.at("cat"), "plan");
+  EXPECT_DOUBLE_EQ(plan.at("ts").get<double>(), 0.0);
+  EXPECT_DOUBLE_EQ(plan.at("dur").get<double>(), 10.0);
+  EXPECT_EQ(plan.at("args").at("sm_cycles"), 140'000);
+  const auto& tile = ev[3];
+  EXPECT_EQ(tile.at("name"), "GEMM2+combine 7");
+  EXPECT_EQ(tile.at("tid"), 1);
+  EXPECT_DOUBLE_EQ(tile.at("ts").get<double>(), 12.0);
+  EXPECT_DOUBLE_EQ(tile.at("dur").get<double>(), 40.0);
+  EXPECT_EQ(tile.at("args").at("rank"), 2);
+  EXPECT_EQ(tile.at("args").at("index"), 7);
+  EXPECT_EQ(tile.at("args").at("tile_shape"), 1);
+  EXPECT_DOUBLE_EQ(tile.at("args").at("mainloop_end_us").get<double>(), 48.0);
+  EXPECT_DOUBLE_EQ(tile.at("args").at("epilogue_start_us").get<double>(), 49.5);
+  EXPECT_EQ(nlohmann::json::parse(trace_chrome_json({})).at("traceEvents").size(), 0u);
 }
 
 TEST(LayerTrace, EmptyTraceIsAnEmptySummary) {
