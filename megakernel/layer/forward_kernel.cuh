@@ -59,10 +59,7 @@ DETMOE_DEVICE void run_producer_tasks(const LayerParams& p, const LaunchContext&
     ring.push(i);
     if (i < 0) break;
     const Task task = list.at(i);
-    if (task.phase == Phase::kDispatch || task.phase == Phase::kSum) {
-      ring.wait_popped();  // one unstarted copy task per CTA at most (task_ring.cuh)
-      continue;
-    }
+    if (task.phase == Phase::kDispatch || task.phase == Phase::kSum) continue;
     const GemmTask g = describe_gemm_task(p, task, role.rank, list, walker);
     if (!aborted && g.wait != nullptr) {
       aborted = !wait_counter(ctx, g.wait, g.wait_target, g.wait_site);

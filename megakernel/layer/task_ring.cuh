@@ -16,12 +16,7 @@
 // arrival, empty = one arrival per consumer thread, each after its own read — with one arrival
 // per warp behind a __syncwarp, compute-sanitizer racecheck reported the producer's next write
 // to the slot as racing with the other lanes' reads); −1 ends the list. The producer takes a ticket
-// only once the previous GEMM task's loads are issued, so it runs at most kTaskRing tasks ahead;
-// after a copy task (dispatch, weighted sum: no loads to issue) it waits until the consumers have
-// started it (TaskRing::wait_popped), so a CTA never holds more than one copy task it has not
-// started. Without that wait, producers whose consumers were still on their last GEMM2 tile took
-// three or four weighted-sum tickets each: on deepseek 76 CTAs took all 256 sum tasks and 56 had
-// none, and the sum tail was four tasks long instead of two (docs/PERF.md step 10).
+// only once the previous GEMM task's loads are issued, so it runs at most kTaskRing tasks ahead.
 #pragma once
 
 #include <cstdint>
@@ -59,14 +54,8 @@ class TaskRing {
     ptx::mbarrier_wait_parity(s_->empty + slot_, phase_ ^ 1u);
     s_->task[slot_] = index;
     ptx::mbarrier_arrive(s_->full + slot_);  // release: the write above is seen by the waiters
-    last_slot_ = slot_;
-    last_phase_ = phase_;
     advance();
   }
-
-  // Producer thread: waits until every consumer thread has popped the last pushed task (that
-  // slot's empty barrier completes the phase of that push), i.e. the consumers have started it.
-  DETMOE_DEVICE void wait_popped() const { ptx::mbarrier_wait_parity(s_->empty + last_slot_, last_phase_); }
 
   // Every consumer thread: the next task number, −1 at the end.
   DETMOE_DEVICE int32_t pop() {
@@ -88,8 +77,6 @@ class TaskRing {
   TaskRingStorage* s_;
   int32_t slot_ = 0;
   uint32_t phase_ = 0;
-  int32_t last_slot_ = 0;
-  uint32_t last_phase_ = 0;
 };
 
 // The ticket counter of (rank, role): tasks of the rank's list taken so far in this launch.
