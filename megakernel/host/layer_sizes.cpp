@@ -143,8 +143,8 @@ std::string describe_task(uint64_t id, int32_t plan_chunk_tokens) {
       return fmt::format("plan phase {} ({})", index, index < 3 ? kPhases[index] : "?");
     }
     case TaskKind::kPlaceDispatch:
-      return fmt::format("place+dispatch of token chunk {} (tokens {}..) of rank {}", index, int64_t{index} * plan_chunk_tokens,
-                         rank);
+      return fmt::format("place+dispatch of token chunk {} (tokens {}..) of rank {}", index,
+                         int64_t{index} * plan_chunk_tokens, rank);
     case TaskKind::kGemm1: return fmt::format("GEMM1 (+SwiGLU) tile {} of rank {}", index, rank);
     case TaskKind::kSharedGemm1: return fmt::format("shared-expert GEMM1 tile {} of rank {}", index, rank);
     case TaskKind::kGemm2: return fmt::format("GEMM2 (+combine) tile {} of rank {}", index, rank);
@@ -178,8 +178,8 @@ Status fault_status(const DeviceErrorRecord& r, const Shape& shape, int32_t plan
       return {ErrorCode::kDeviceTimeout,
               fmt::format("megakernel launch (epoch {}): {} waited past the spin timeout on the {}: expected {}, saw {} "
                           "(CTA {}, thread {})",
-                          epoch, describe_task(r.task, plan_chunk_tokens), describe_counter(static_cast<CounterKind>(r.counter_kind), r.rank,
-                                                                         r.counter_index),
+                          epoch, describe_task(r.task, plan_chunk_tokens),
+                          describe_counter(static_cast<CounterKind>(r.counter_kind), r.rank, r.counter_index),
                           r.expected, r.seen < 0 ? std::string("a stale epoch") : std::to_string(r.seen), r.block,
                           r.thread)};
     case FaultCode::kInvalidExpert:

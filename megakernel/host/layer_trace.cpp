@@ -145,11 +145,13 @@ std::string format_trace_line(const TraceSummary& s) {
 std::string trace_chrome_json(const std::vector<LayerTaskTrace>& trace) {
   using nlohmann::json;
   int64_t t0 = std::numeric_limits<int64_t>::max();
-  for (const LayerTaskTrace& r : trace) t0 = std::min(t0, r.start_ns);
+  int32_t ctas = 0;
+  for (const LayerTaskTrace& r : trace) {
+    t0 = std::min(t0, r.start_ns);
+    ctas = std::max(ctas, r.cta + 1);
+  }
   auto us = [&](int64_t ns) { return static_cast<double>(ns - t0) * 1e-3; };
   json events = json::array();
-  int32_t ctas = 0;
-  for (const LayerTaskTrace& r : trace) ctas = std::max(ctas, r.cta + 1);
   for (int32_t c = 0; c < ctas; ++c)
     events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", 0}, {"tid", c},
                       {"args", {{"name", fmt::format("CTA {}", c)}}}});
