@@ -314,7 +314,10 @@ int main(int argc, char** argv) {
     else if (const char* v = value("--impls=")) o.impls = split(v);
     else if (a == "--trace") o.trace = true;
     else if (a == "--trace-each") o.trace = o.trace_each = true;
-    else if (const char* v = value("--trace-out=")) o.trace = true, o.trace_out = v;
+    else if (const char* v = value("--trace-out=")) {
+      o.trace = true;
+      o.trace_out = v;
+    }
     else if (const char* v = value("--knobs=")) {
       o.knobs.clear();
       for (const std::string& item : split(v)) {
