@@ -13,6 +13,9 @@ using NvmlShutdown = int (*)();
 using NvmlHandleByBusId = int (*)(const char*, NvmlDevice*);
 using NvmlTotalEnergy = int (*)(NvmlDevice, unsigned long long*);
 using NvmlEnforcedLimit = int (*)(NvmlDevice, unsigned int*);
+using NvmlClockInfo = int (*)(NvmlDevice, int, unsigned int*);
+using NvmlClockReasons = int (*)(NvmlDevice, unsigned long long*);
+constexpr int kNvmlClockSm = 1;  // NVML_CLOCK_SM
 }  // namespace
 
 struct GpuEnergyMeter::Api {
@@ -20,6 +23,8 @@ struct GpuEnergyMeter::Api {
   NvmlShutdown shutdown = nullptr;
   NvmlTotalEnergy total_energy = nullptr;
   NvmlEnforcedLimit enforced_limit = nullptr;
+  NvmlClockInfo clock_info = nullptr;
+  NvmlClockReasons clock_reasons = nullptr;
   NvmlDevice device = nullptr;
 };
 
@@ -34,6 +39,11 @@ GpuEnergyMeter::GpuEnergyMeter(int cuda_device) : api_(std::make_unique<Api>()) 
   api_->shutdown = reinterpret_cast<NvmlShutdown>(dlsym(api_->lib, "nvmlShutdown"));
   api_->total_energy = reinterpret_cast<NvmlTotalEnergy>(dlsym(api_->lib, "nvmlDeviceGetTotalEnergyConsumption"));
   api_->enforced_limit = reinterpret_cast<NvmlEnforcedLimit>(dlsym(api_->lib, "nvmlDeviceGetEnforcedPowerLimit"));
+  api_->clock_info = reinterpret_cast<NvmlClockInfo>(dlsym(api_->lib, "nvmlDeviceGetClockInfo"));
+  // Renamed in NVML 12.535 ("throttle" → "clocks event"); older drivers have only the old name.
+  api_->clock_reasons = reinterpret_cast<NvmlClockReasons>(dlsym(api_->lib, "nvmlDeviceGetCurrentClocksEventReasons"));
+  if (api_->clock_reasons == nullptr)
+    api_->clock_reasons = reinterpret_cast<NvmlClockReasons>(dlsym(api_->lib, "nvmlDeviceGetCurrentClocksThrottleReasons"));
   if (init == nullptr || by_bus == nullptr || api_->shutdown == nullptr || api_->total_energy == nullptr) {
     reason_ = "NVML lacks an entry point (nvmlInit_v2, nvmlDeviceGetHandleByPciBusId_v2, energy)";
     return;
@@ -75,6 +85,18 @@ double GpuEnergyMeter::power_limit_watts() const {
   unsigned int mw = 0;
   if (!available_ || api_->enforced_limit == nullptr || api_->enforced_limit(api_->device, &mw) != 0) return -1.0;
   return static_cast<double>(mw) * 1e-3;
+}
+
+int GpuEnergyMeter::sm_clock_mhz() const {
+  unsigned int mhz = 0;
+  if (!available_ || api_->clock_info == nullptr || api_->clock_info(api_->device, kNvmlClockSm, &mhz) != 0) return -1;
+  return static_cast<int>(mhz);
+}
+
+long long GpuEnergyMeter::clock_event_reasons() const {
+  unsigned long long bits = 0;
+  if (!available_ || api_->clock_reasons == nullptr || api_->clock_reasons(api_->device, &bits) != 0) return -1;
+  return static_cast<long long>(bits);
 }
 
 }  // namespace detmoe::perf

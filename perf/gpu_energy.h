@@ -30,6 +30,12 @@ class GpuEnergyMeter {
   double joules() const;
   // Power cap enforced now, in watts; negative when unknown.
   double power_limit_watts() const;
+  // SM clock now, in MHz; negative when unknown.
+  int sm_clock_mhz() const;
+  // Why the clocks are held below their maximum now (NVML's clocks event reasons, formerly
+  // throttle reasons: 0x4 software power cap, 0x20 software thermal, 0x40 hardware thermal,
+  // 0x80 hardware power brake, …); negative when unknown.
+  long long clock_event_reasons() const;
 
  private:
   struct Api;

@@ -21,6 +21,9 @@
 //   --energy-window=S: after the timed steps, more steps of the same kind (flush, step, sync) until
 //            S seconds (default 1) have passed since the first timed one; the NVML energy counter
 //            over that window gives joules_per_step and avg_watts (perf/gpu_energy.h). 0: off.
+//   --steps-out=FILE: append one JSON line per benchmark to FILE: every timed step's ms in order,
+//            with NVML's SM clock (MHz) and clock-event reasons sampled right after it.
+//            (Counters in every case: p25_ms, p75_ms, and sm_mhz, the median sampled clock.)
 //   --no-save-h: the megakernel with LayerConfig::save_h off (GEMM1 stores a only; backward would
 //            recompute h): what the h stores cost the forward. Adds "/no-save-h" to the name.
 //   --knobs=C:R[,C:R...]: megakernel LayerConfig settings to time, comm_sms C and overlap_rows R
@@ -31,7 +34,10 @@
 #include <benchmark/benchmark.h>
 #include <cuda_runtime.h>
 
+#include <cmath>
 #include <fstream>
+
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cstdio>
@@ -146,21 +152,38 @@ GpuEnergyMeter& energy_meter() {
   return meter;
 }
 
+// Where --steps-out appends its per-step lines (empty: nowhere).
+std::string& steps_out_path() {
+  static std::string path;
+  return path;
+}
+
+// The q-quantile of sorted values, nearest rank.
+double quantile(const std::vector<double>& sorted, double q) {
+  return sorted[static_cast<size_t>(std::lround(q * static_cast<double>(sorted.size() - 1)))];
+}
+
 // Times state's iterations of `step` on `stream` (two warm-up steps before, `settle` after
-// them and after the timed ones) and sets the counters. `after(ms)` runs after each timed step,
+// them and after the timed ones) and sets the counters. After each timed step (outside the
+// timed region) NVML's SM clock and clock-event reasons are sampled: the median clock becomes a
+// counter, and with --steps-out every step's time, clock and reasons go to one JSON line named
+// `what` (gpt-oss's step times are bimodal, docs/PERF.md step 10: this is how to see which steps
+// ran slow and at what clock). `after(ms)` runs after each timed step,
 // outside the timed region. The energy counters cover the timed steps and, to make the window
 // long against NVML's counter updates, as many more steps of the same pattern as fit in
 // energy_window_s() (the flush memsets and the gaps between steps are in it, as they are in
 // torch_moe_pipeline.py's figure).
 template <class Step, class Settle, class After>
-void time_steps(benchmark::State& state, cudaStream_t stream, const Shape& shape, double passes, Step step,
-                Settle settle, After after) {
+void time_steps(benchmark::State& state, const std::string& what, cudaStream_t stream, const Shape& shape,
+                double passes, Step step, Settle settle, After after) {
   for (int i = 0; i < 2; ++i) step();
   settle("warm-up");
   cudaEvent_t start, stop;
   check(cudaEventCreate(&start), "event");
   check(cudaEventCreate(&stop), "event");
   std::vector<double> ms;
+  std::vector<int> sm_mhz;
+  std::vector<long long> clock_reasons;
   const perf::EnergyWindow window(energy_meter(), energy_window_s());
   auto flush = [&](size_t i) {
     check(cudaMemsetAsync(current().flush, static_cast<int>(i & 0xff), current().flush_bytes, stream), "flush");
@@ -175,6 +198,8 @@ void time_steps(benchmark::State& state, cudaStream_t stream, const Shape& shape
     check(cudaEventElapsedTime(&t, start, stop), "elapsed");
     ms.push_back(t);
     state.SetIterationTime(t * 1e-3);
+    sm_mhz.push_back(energy_meter().sm_clock_mhz());
+    clock_reasons.push_back(energy_meter().clock_event_reasons());
     after(static_cast<double>(t));
   }
   size_t extra = ms.size();
@@ -191,6 +216,20 @@ void time_steps(benchmark::State& state, cudaStream_t stream, const Shape& shape
     state.counters["avg_watts"] = energy.avg_watts;
     state.counters["energy_steps"] = static_cast<double>(energy.steps);
   }
+  if (!steps_out_path().empty()) {
+    std::ofstream file(steps_out_path(), std::ios::app);
+    file << nlohmann::json{{"benchmark", what}, {"step_ms", ms}, {"sm_mhz", sm_mhz}, {"clock_event_reasons", clock_reasons}}
+                .dump()
+         << "\n";
+    if (!file) die("cannot append to " + steps_out_path());
+  }
+  std::vector<int> clocks;
+  for (int mhz : sm_mhz)
+    if (mhz > 0) clocks.push_back(mhz);
+  if (!clocks.empty()) {
+    std::sort(clocks.begin(), clocks.end());
+    state.counters["sm_mhz"] = clocks[clocks.size() / 2];
+  }
   std::sort(ms.begin(), ms.end());
   const size_t n = ms.size();
   const double median = n % 2 ? ms[n / 2] : 0.5 * (ms[n / 2 - 1] + ms[n / 2]);
@@ -199,6 +238,9 @@ void time_steps(benchmark::State& state, cudaStream_t stream, const Shape& shape
   state.counters["tflops"] = flops / (median * 1e-3) / 1e12;
   state.counters["min_ms"] = ms.front();
   state.counters["max_ms"] = ms.back();
+  // Quartiles: a bimodal step time shows as a p25–p75 gap that the median alone hides.
+  state.counters["p25_ms"] = quantile(ms, 0.25);
+  state.counters["p75_ms"] = quantile(ms, 0.75);
   state.SetLabel(shape.to_string());
 }
 
@@ -212,7 +254,9 @@ void bench_reference(benchmark::State& state, std::string shape_name, std::strin
     if (backward) check(layer.backward(p.inputs(), p.grad_inputs(), p.grad_outputs()), "backward");
   };
   auto settle = [&](const char* what) { check(layer.synchronize(), what); };
-  time_steps(state, layer.exchange().stream(0), layer.shape(), backward ? 3.0 : 1.0, step, settle, [](double) {});
+  const std::string what = "reference/" + shape_name + "/" + routing + "/" + gemm + (backward ? "/fwd+bwd" : "/fwd");
+  time_steps(state, what, layer.exchange().stream(0), layer.shape(), backward ? 3.0 : 1.0, step, settle,
+             [](double) {});
 }
 
 std::string fmt_launch_line(double ms, const std::string& summary) {
@@ -255,7 +299,8 @@ void bench_megakernel(benchmark::State& state, std::string shape_name, std::stri
     check(t.status(), "downloaded_trace");
     lines.push_back(fmt_launch_line(ms, mk::format_trace_line(mk::summarize_trace(*t))));
   };
-  time_steps(state, stream, layer.shape(), 1.0, step, settle, after);
+  time_steps(state, "megakernel/" + shape_name + "/" + routing + "/fwd", stream, layer.shape(), 1.0, step, settle,
+             after);
   if (trace) {
     auto t = layer.downloaded_trace();
     check(t.status(), "downloaded_trace");
@@ -331,6 +376,7 @@ int main(int argc, char** argv) {
     else if (const char* v = value("--seed=")) o.seed = std::strtoull(v, nullptr, 10);
     else if (const char* v = value("--energy-window=")) o.energy_window_s = std::max(0.0, std::atof(v));
     else if (a == "--no-save-h") o.save_h = false;
+    else if (const char* v = value("--steps-out=")) steps_out_path() = v;
     else {
       std::fprintf(stderr, "detmoe_perf_layer: unknown flag %s\n", argv[i]);
       return 2;
