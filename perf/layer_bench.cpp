@@ -22,8 +22,8 @@
 //            S seconds (default 1) have passed since the first timed one; the NVML energy counter
 //            over that window gives joules_per_step and avg_watts (perf/gpu_energy.h). 0: off.
 //   --steps-out=FILE: append one JSON line per benchmark to FILE: every timed step's ms in order,
-//            with NVML's SM clock (MHz) and clock-event reasons sampled right after it.
-//            (Counters in every case: p25_ms, p75_ms, and sm_mhz, the median sampled clock.)
+//            with NVML's SM clock (MHz) and clock-event reasons sampled right after it, and the
+//            counter sm_mhz (the median sample). p25_ms and p75_ms are reported in every case.
 //   --no-save-h: the megakernel with LayerConfig::save_h off (GEMM1 stores a only; backward would
 //            recompute h): what the h stores cost the forward. Adds "/no-save-h" to the name.
 //   --knobs=C:R[,C:R...]: megakernel LayerConfig settings to time, comm_sms C and overlap_rows R
@@ -164,9 +164,9 @@ double quantile(const std::vector<double>& sorted, double q) {
 }
 
 // Times state's iterations of `step` on `stream` (two warm-up steps before, `settle` after
-// them and after the timed ones) and sets the counters. After each timed step (outside the
-// timed region) NVML's SM clock and clock-event reasons are sampled: the median clock becomes a
-// counter, and with --steps-out every step's time, clock and reasons go to one JSON line named
+// them and after the timed ones) and sets the counters. With --steps-out, NVML's SM clock and
+// clock-event reasons are sampled after each timed step (outside the timed region), the median
+// clock becomes a counter, and every step's time, clock and reasons go to one JSON line named
 // `what` (gpt-oss's step times are bimodal, docs/PERF.md step 10: this is how to see which steps
 // ran slow and at what clock). `after(ms)` runs after each timed step,
 // outside the timed region. The energy counters cover the timed steps and, to make the window
@@ -198,8 +198,10 @@ void time_steps(benchmark::State& state, const std::string& what, cudaStream_t s
     check(cudaEventElapsedTime(&t, start, stop), "elapsed");
     ms.push_back(t);
     state.SetIterationTime(t * 1e-3);
-    sm_mhz.push_back(energy_meter().sm_clock_mhz());
-    clock_reasons.push_back(energy_meter().clock_event_reasons());
+    if (!steps_out_path().empty()) {  // only when asked: the NVML queries lengthen the gap between steps
+      sm_mhz.push_back(energy_meter().sm_clock_mhz());
+      clock_reasons.push_back(energy_meter().clock_event_reasons());
+    }
     after(static_cast<double>(t));
   }
   size_t extra = ms.size();
