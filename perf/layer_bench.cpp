@@ -404,9 +404,8 @@ int main(int argc, char** argv) {
           if (knobs != std::pair<int32_t, int32_t>{0, 0})
             name += "/comm" + std::to_string(knobs.first) + "-rows" + std::to_string(knobs.second);
           if (!o.save_h) name += "/no-save-h";
-          benchmark::RegisterBenchmark(name.c_str(), bench_megakernel, shape, routing, o.seed, o.trace, o.trace_each, o.trace_out,
-                                       knobs,
-                                       o.save_h)
+          benchmark::RegisterBenchmark(name.c_str(), bench_megakernel, shape, routing, o.seed, o.trace, o.trace_each,
+                                       o.trace_out, knobs, o.save_h)
               ->UseManualTime()
               ->Unit(benchmark::kMillisecond)
               ->Iterations(o.timed);

@@ -9,10 +9,9 @@
 
 #include <cmath>
 #include <cstdint>
-#include <cstring>
-#include <vector>
 
 #include "detmoe/contract_math.h"
+#include "detmoe/numeric.h"
 #include "megakernel/gemm/swiglu_batch.cuh"
 #include "tests/support/gpu.h"
 
@@ -21,13 +20,6 @@ namespace {
 
 constexpr int kBatch = 16;       // as SplitSwiGLUEpilogue calls it (megakernel/layer/gemm_tiles.cuh)
 constexpr uint32_t kGates = 65536;  // every bf16 bit pattern
-
-float bf16_to_float(uint32_t bits16) {
-  const uint32_t bits = bits16 << 16;
-  float f;
-  std::memcpy(&f, &bits, sizeof f);
-  return f;
-}
 
 // The mutant the test must catch: the fast reciprocal for every element, no fallback.
 template <int N, class Gate, class Up>
@@ -68,7 +60,7 @@ TEST(SwigluBatch, EqualsContractSwigluForEveryBf16GateOnBothPaths) {
   for (uint32_t b = 0; b < kGates / kBatch; ++b) {
     bool slow = false;
     for (uint32_t j = 0; j < kBatch; ++j) {
-      const float g = bf16_to_float(b * kBatch + j);
+      const float g = float_from_bf16_bits(static_cast<uint16_t>(b * kBatch + j));
       slow = slow || std::isnan(g) || g < -87.0f;
     }
     slow_batches += slow;
