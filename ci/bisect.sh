@@ -1,40 +1,76 @@
 #!/usr/bin/env bash
-# For `git bisect run ci/bisect.sh [gate options]`: builds the checked-out commit and runs the
-# gate. Exit codes follow git-bisect(1):
-#   0   good (the gate passed)
-#   1   bad  (the gate found changed bits, an accuracy or a speed regression)
-#   125 skip (this commit does not build, or the GPU/driver itself is unhealthy, so the commit
-#            cannot be judged: never blame a commit for a broken build tree or device)
-# Gate options default to `--baseline ci/gate-baseline.json`; copy this script outside the work
-# tree before `git bisect start` if older commits lack it (git bisect run /tmp/bisect.sh).
-#   DETMOE_BISECT_BUILD  build folder (default: build-bisect, kept between steps for ccache)
+# For `git bisect run ci/bisect.sh [--gpu] [gate options]`: builds the checked-out commit and
+# runs `detmoe gate` on it. Exit codes follow git-bisect(1):
+#   0    good  (the gate passed)
+#   1    bad   (the gate found changed bits, an accuracy or a speed regression)
+#   125  skip  (this commit does not build, or the gate could not run here: no GPU, no hash file,
+#               no benchmark: never blame a commit for the build tree or the device)
+#   129  usage error (bad option, missing baseline file): git aborts the bisect instead of
+#               skipping every commit
 set -u
-root=$(git rev-parse --show-toplevel 2>/dev/null) || { echo "bisect.sh: not in a git work tree" >&2; exit 125; }
+usage() {
+  cat <<'EOF'
+usage: git bisect run ci/bisect.sh [--gpu] [--baseline FILE] [other `detmoe gate` options]
+       ci/bisect.sh --help
+
+Builds the checked-out commit (folder $DETMOE_BISECT_BUILD, default <checkout>/build-bisect,
+kept between steps for ccache) and runs `detmoe gate`.
+  --gpu            GPU gate: baseline ci/gate-baseline-gpu.json, and a GPU is required (a commit
+                   is skipped, not blamed, when nvidia-smi fails)
+  --baseline FILE  gate baseline (default ci/gate-baseline.json, or the GPU one with --gpu); a
+                   relative FILE is taken from the directory bisect was started in. Other options
+                   are passed to `detmoe gate` and never drop the default baseline.
+Copy this script and the baseline outside the work tree before `git bisect start` if older
+commits lack them (git bisect run /tmp/bisect.sh --baseline /tmp/baseline.json).
+Exit: 0 good, 1 bad, 125 skip (cannot build or could not run), 129 usage error (aborts bisect).
+EOF
+}
+usage_error() { echo "bisect.sh: $1 (see ci/bisect.sh --help)" >&2; exit 129; }
+
+gpu=0 baseline="" gate_args=()
+while [ $# -gt 0 ]; do
+  case $1 in
+    -h|--help) usage; exit 0 ;;
+    --gpu) gpu=1 ;;
+    --baseline) [ $# -ge 2 ] || usage_error "--baseline needs a file"; baseline=$2; shift ;;
+    --baseline=*) baseline=${1#--baseline=} ;;
+    --report|--report=*) gate_args+=("$1"); [ "$1" = --report ] && { [ $# -ge 2 ] || usage_error "--report needs a file"; gate_args+=("$2"); shift; } ;;
+    *) usage_error "unknown option '$1'" ;;
+  esac
+  shift
+done
+
+root=$(git rev-parse --show-toplevel 2>/dev/null) || usage_error "not in a git work tree"
+if [ -z "$baseline" ]; then
+  baseline=$root/ci/gate-baseline.json
+  [ $gpu = 1 ] && baseline=$root/ci/gate-baseline-gpu.json
+fi
+case $baseline in /*) ;; *) baseline=$PWD/$baseline ;; esac
+[ -f "$baseline" ] || usage_error "baseline $baseline does not exist"
+
 build=${DETMOE_BISECT_BUILD:-$root/build-bisect}
 sha=$(git -C "$root" rev-parse --short HEAD)
 log=$build.log
 mkdir -p "$(dirname "$log")"
 
-echo "bisect.sh: $sha: building"
+if [ $gpu = 1 ] && ! nvidia-smi -L >/dev/null 2>&1; then
+  echo "bisect.sh: $sha: --gpu but nvidia-smi fails: the device cannot judge this commit (skip, 125)"
+  exit 125
+fi
+
+echo "bisect.sh: $sha: building in $build"
 if ! DETMOE_BUILD_DIR=$build "$root/ci/setup.sh" >"$log" 2>&1; then
   echo "bisect.sh: $sha: build failed (skip, exit 125); see $log"
   exit 125
 fi
 detmoe=$build/detmoe
-[ -x "$detmoe" ] || { echo "bisect.sh: $sha: no detmoe binary (skip)"; exit 125; }
+[ -x "$detmoe" ] || { echo "bisect.sh: $sha: no detmoe binary (skip, 125)"; exit 125; }
 
-# Device health: when a GPU is expected but the driver is missing or the device reports errors,
-# the commit cannot be judged.
-if [ "${DETMOE_BISECT_REQUIRE_GPU:-0}" = 1 ] && ! nvidia-smi -L >/dev/null 2>&1; then
-  echo "bisect.sh: $sha: GPU required but nvidia-smi fails (skip)"
-  exit 125
-fi
-
-[ $# -gt 0 ] || set -- --baseline "$root/ci/gate-baseline.json"
-"$detmoe" gate "$@"
+DETMOE_DATA_DIR=$root "$detmoe" gate --baseline "$baseline" "${gate_args[@]}"
 rc=$?
 case $rc in
   0) echo "bisect.sh: $sha: good"; exit 0 ;;
   1) echo "bisect.sh: $sha: bad"; exit 1 ;;
-  *) echo "bisect.sh: $sha: gate could not run (exit $rc): skip"; exit 125 ;;
+  2) echo "bisect.sh: $sha: the gate refused its options or baseline (usage error, 129: aborting)"; exit 129 ;;
+  *) echo "bisect.sh: $sha: gate could not run (exit $rc): skip (125)"; exit 125 ;;
 esac

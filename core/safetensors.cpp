@@ -1,5 +1,7 @@
 #include "detmoe/safetensors.h"
 
+#include "detmoe/output_file.h"
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -130,14 +132,10 @@ Status write_safetensors(const std::string& path, const std::vector<NamedTensor>
   if (!metadata.empty()) h["__metadata__"] = metadata;
   std::string header = h.dump();
   header.append((8 - header.size() % 8) % 8, ' ');  // keeps the data 8-byte aligned
-  std::ofstream f(path, std::ios::binary);
-  if (!f) return io_error(fmt::format("cannot write {}", path));
   const uint64_t len = header.size();
-  f.write(reinterpret_cast<const char*>(&len), 8);
-  f.write(header.data(), static_cast<std::streamsize>(header.size()));
-  for (const NamedTensor& t : tensors) f.write(reinterpret_cast<const char*>(t.bytes.data()), static_cast<std::streamsize>(t.bytes.size()));
-  if (!f) return io_error(fmt::format("write to {} failed", path));
-  return Status::Ok();
+  std::vector<std::string_view> pieces{std::string_view(reinterpret_cast<const char*>(&len), 8), header};
+  for (const NamedTensor& t : tensors) pieces.emplace_back(reinterpret_cast<const char*>(t.bytes.data()), t.bytes.size());
+  return write_output_file(path, pieces);
 }
 
 StatusOr<HostProblem> problem_from_tensors(const std::vector<NamedTensor>& ts, GradPrecision grad_precision) {

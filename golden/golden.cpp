@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "detmoe/output_file.h"
 #include "detmoe/shapes.h"
 
 namespace detmoe::golden {
@@ -27,20 +28,6 @@ StatusOr<json> read_json(const std::string& path) {
   } catch (const json::exception& e) {
     return Status(ErrorCode::kInvalidArgument, fmt::format("{} is not valid JSON: {}", path, e.what()));
   }
-}
-
-Status write_text_atomically(const std::string& path, const std::string& text) {
-  std::error_code ec;
-  fs::create_directories(fs::path(path).parent_path(), ec);
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary);
-    if (!f) return Status(ErrorCode::kIoError, fmt::format("cannot write {}", tmp));
-    f << text;
-  }
-  fs::rename(tmp, path, ec);
-  if (ec) return Status(ErrorCode::kIoError, fmt::format("cannot rename {} to {}: {}", tmp, path, ec.message()));
-  return Status::Ok();
 }
 
 std::string stored_tensor_path(const std::string& dir, const std::string& impl, const std::string& platform,
@@ -150,13 +137,17 @@ Status write_hash_file(const std::string& path, const HashFile& file) {
                                {"chunk_bytes", r.chunk_bytes}, {"chunks", r.chunk_hashes}});
     doc["cases"].push_back(std::move(jc));
   }
-  return write_text_atomically(path, doc.dump(1) + "\n");
+  std::error_code ec;
+  fs::create_directories(fs::path(path).parent_path(), ec);  // a new --dir is fine; the writer reports what fails
+  return write_output_file(path, doc.dump(1) + "\n");
 }
 
 Status store_tensor(const std::string& dir, const std::string& impl, const std::string& platform,
                     const std::string& case_name, const NamedTensor& t) {
   const std::string path = stored_tensor_path(dir, impl, platform, case_name, t.name);
-  return write_text_atomically(path, std::string(t.bytes.begin(), t.bytes.end()));
+  std::error_code ec;
+  fs::create_directories(fs::path(path).parent_path(), ec);
+  return write_output_file(path, std::string_view(reinterpret_cast<const char*>(t.bytes.data()), t.bytes.size()));
 }
 
 StatusOr<NamedTensor> load_stored_tensor(const std::string& dir, const std::string& impl, const std::string& platform,

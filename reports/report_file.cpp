@@ -11,6 +11,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "detmoe/output_file.h"
 #include "detmoe/report.h"
 #include "report_validation.h"
 
@@ -23,27 +24,6 @@ namespace {
 
 Status io_error(const std::string& what, const std::string& path, int err) {
   return {ErrorCode::kIoError, fmt::format("{} {}: {}", what, path, std::strerror(err))};
-}
-
-// write + fsync + rename: rename(2) replaces the target atomically on POSIX, and the fsync
-// makes sure the bytes are there before the name points at them.
-Status write_file_atomically(const std::string& path, const std::string& text) {
-  const std::string tmp = fmt::format("{}.tmp.{}", path, ::getpid());
-  std::FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (f == nullptr) return io_error("cannot create", tmp, errno);
-  const bool written = std::fwrite(text.data(), 1, text.size(), f) == text.size() && std::fflush(f) == 0 &&
-                       ::fsync(::fileno(f)) == 0;
-  const int write_errno = errno;
-  if (std::fclose(f) != 0 || !written) {
-    std::remove(tmp.c_str());
-    return io_error("cannot write", tmp, written ? errno : write_errno);
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int err = errno;
-    std::remove(tmp.c_str());
-    return io_error("cannot rename the report into place at", path, err);
-  }
-  return Status::Ok();
 }
 
 }  // namespace
@@ -83,7 +63,7 @@ StatusOr<RunReport> load_run_report(const std::string& path) {
 
 Status save_run_report(const std::string& path, const RunReport& report) {
   DETMOE_RETURN_IF_ERROR(validate_before_write(report));
-  return write_file_atomically(path, to_json_text(report));
+  return write_output_file(path, to_json_text(report));
 }
 
 StatusOr<RunReportWriter> RunReportWriter::open(std::string path, RunReport initial) {

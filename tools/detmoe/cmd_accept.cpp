@@ -22,13 +22,11 @@
 
 #include "accept_checks.h"
 #include "commands.h"
+#include "data_paths.h"
 #include "golden/golden.h"
 #include "gpu_inventory.h"
 #include "impl_registry.h"
 
-#ifndef DETMOE_SOURCE_DIR
-#define DETMOE_SOURCE_DIR "."
-#endif
 
 namespace detmoe::cli {
 namespace {
@@ -87,7 +85,7 @@ void golden_check_on_gpu(Verdicts& v, int gpu) {
   }
   cudaSetDevice(gpu);
   const std::string platform = impl->platform();
-  auto file = golden::read_hash_file(golden::hash_file_path(DETMOE_SOURCE_DIR "/golden/hashes", "reference", platform));
+  auto file = golden::read_hash_file(golden::hash_file_path(data_path("golden/hashes"), "reference", platform));
   if (!file.ok()) {
     v.add({"golden/reference", CheckTarget::gpu(gpu), Verdict::kFail,
            fmt::format("no recorded hashes for platform {} ({})", platform, file.status().message()), report::Severity::kConfig, 0});
@@ -95,7 +93,7 @@ void golden_check_on_gpu(Verdicts& v, int gpu) {
   }
   int cases = 0;
   std::vector<std::string> problems;
-  for (const auto& gc : golden::load_cases(DETMOE_SOURCE_DIR "/golden/cases.json").value()) {
+  for (const auto& gc : golden::load_cases(data_path("golden/cases.json")).value()) {
     if (std::find(gc.impls.begin(), gc.impls.end(), "reference") == gc.impls.end()) continue;
     auto rec = std::find_if(file->cases.begin(), file->cases.end(), [&](const auto& r) { return r.name == gc.name; });
     if (rec == file->cases.end()) {

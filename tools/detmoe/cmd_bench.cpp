@@ -14,11 +14,9 @@
 #include <map>
 
 #include "commands.h"
+#include "data_paths.h"
 #include "detmoe/shapes.h"
 
-#ifndef DETMOE_SOURCE_DIR
-#define DETMOE_SOURCE_DIR "."
-#endif
 #ifndef DETMOE_PERF_LAYER_PATH
 #define DETMOE_PERF_LAYER_PATH "detmoe_perf_layer"
 #endif
@@ -38,9 +36,9 @@ struct BenchArgs {
   bool no_torch = false;
   bool trace = false;
   std::string python;
-  std::string perf_binary = DETMOE_PERF_LAYER_PATH;
-  std::string script = DETMOE_SOURCE_DIR "/perf/torch_moe_pipeline.py";
-  std::string json_path;  // default: reports/results/<impl>_layer_bench.json
+  std::string perf_binary = helper_program("perf/detmoe_perf_layer");
+  std::string script = data_path("perf/torch_moe_pipeline.py");
+  std::string json_path;  // default: <impl>_layer_bench.json in the working directory
 };
 
 std::string joined(const std::vector<std::string>& v) { return fmt::format("{}", fmt::join(v, ",")); }
@@ -76,7 +74,7 @@ int run_bench(const BenchArgs& a) {
     return kExitCouldNotRun;
   }
   const fs::path out = a.json_path.empty()
-                           ? fs::path(DETMOE_SOURCE_DIR) / "reports/results" / (a.impl + "_layer_bench.json")
+                           ? fs::path(a.impl + "_layer_bench.json")
                            : fs::path(a.json_path);
   fs::create_directories(out.parent_path().empty() ? fs::path(".") : out.parent_path());
   const std::string gb_json = out.string() + ".gbench.tmp", torch_json = out.string() + ".torch.tmp";

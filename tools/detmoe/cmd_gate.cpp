@@ -15,15 +15,12 @@
 #include <fstream>
 
 #include "commands.h"
+#include "data_paths.h"
 #include "detmoe/compare.h"
 #include "detmoe/report.h"
 #include "gate_performance.h"
 #include "golden/golden.h"
 #include "impl_registry.h"
-
-#ifndef DETMOE_SOURCE_DIR
-#define DETMOE_SOURCE_DIR "."
-#endif
 
 namespace detmoe::cli {
 namespace {
@@ -54,8 +51,8 @@ struct Gate {
 };
 
 void run_golden(Gate& g, const json& spec, const std::string& base_dir) {
-  const std::string cases_path = resolve(base_dir, spec.value("cases", std::string(DETMOE_SOURCE_DIR "/golden/cases.json")));
-  const std::string hashes_dir = resolve(base_dir, spec.value("hashes", std::string(DETMOE_SOURCE_DIR "/golden/hashes")));
+  const std::string cases_path = resolve(base_dir, spec.value("cases", data_path("golden/cases.json")));
+  const std::string hashes_dir = resolve(base_dir, spec.value("hashes", data_path("golden/hashes")));
   const std::string store = resolve(base_dir, spec.value("store", std::string()));
   const auto cases = golden::load_cases(cases_path).value();
   for (const std::string& impl_name : spec.at("impls").get<std::vector<std::string>>()) {
@@ -112,7 +109,7 @@ void run_golden(Gate& g, const json& spec, const std::string& base_dir) {
 }
 
 void run_accuracy(Gate& g, const json& spec, const std::string& base_dir) {
-  const std::string cases_path = resolve(base_dir, spec.value("cases_file", std::string(DETMOE_SOURCE_DIR "/golden/cases.json")));
+  const std::string cases_path = resolve(base_dir, spec.value("cases_file", data_path("golden/cases.json")));
   const auto all = golden::load_cases(cases_path).value();
   const auto names = spec.at("cases").get<std::vector<std::string>>();
   const ImplEntry oracle = find_impl("oracle").value();

@@ -5,20 +5,17 @@
 #include <chrono>
 
 #include "commands.h"
+#include "data_paths.h"
 #include "golden/golden.h"
 #include "impl_registry.h"
-
-#ifndef DETMOE_SOURCE_DIR
-#define DETMOE_SOURCE_DIR "."
-#endif
 
 namespace detmoe::cli {
 namespace {
 
 struct GoldenArgs {
   std::string impl = "oracle";
-  std::string cases_path = DETMOE_SOURCE_DIR "/golden/cases.json";
-  std::string hashes_dir = DETMOE_SOURCE_DIR "/golden/hashes";
+  std::string cases_path = data_path("golden/cases.json");
+  std::string hashes_dir = data_path("golden/hashes");
   std::string store_dir;
   std::vector<std::string> only;
 };
@@ -99,7 +96,7 @@ void add_golden_command(CLI::App& app, Action& run) {
                                                   ? "run the cases and write golden/hashes/<impl>.<platform>.json"
                                                   : "run the cases and compare with the recorded hashes (exit 1 on any change)");
     sub->add_option("--impl", args->impl, "oracle | reference | megakernel")->capture_default_str();
-    sub->add_option("--cases", args->cases_path, "case definitions")->capture_default_str();
+    sub->add_option("--cases", args->cases_path, "case definitions (default found in " + data_root_description() + ")")->capture_default_str();
     sub->add_option("--dir", args->hashes_dir, "folder of hash files")->capture_default_str();
     sub->add_option("--store", args->store_dir, "tensor store (record writes it, check reads it for element values)");
     sub->add_option("--case", args->only, "only these cases");

@@ -10,16 +10,12 @@
 #include <map>
 #include <memory>
 
+#include "data_paths.h"
+
 namespace detmoe::cli {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string build_dir() {
-  std::error_code ec;
-  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  return ec ? std::string(".") : exe.parent_path().string();
-}
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -88,7 +84,7 @@ report::CheckResult judge_slowdown(const std::string& name, double stored, const
 std::vector<report::CheckResult> run_performance_checks(const nlohmann::json& spec, const std::string& base_dir) {
   std::vector<report::CheckResult> checks;
   for (const auto& suite : spec.at("suites")) {
-    const std::string binary = build_dir() + "/" + suite.at("binary").get<std::string>();
+    const std::string binary = helper_program(suite.at("binary").get<std::string>());
     const std::string filter = suite.value("filter", std::string("."));
     std::string stored_path = suite.at("stored").get<std::string>();
     if (!stored_path.empty() && stored_path.front() != '/') stored_path = base_dir + "/" + stored_path;
