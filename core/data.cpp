@@ -1,5 +1,6 @@
 #include "detmoe/data.h"
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -51,6 +52,16 @@ LayerData generate_layer_data(const Shape& s, uint64_t seed) {
   gen(d.ws_down, s.H * s.Fs, TensorStream::kWsDown);
   gen(d.dout, N * s.H, TensorStream::kDout);
   return d;
+}
+
+void make_twin_experts(LayerData& d) {
+  const Shape& s = d.shape;
+  const int64_t up = s.F * s.H, down = s.H * s.F;
+  for (int64_t e = 1; e < s.E; e += 2) {
+    std::copy_n(d.w_gate.begin() + (e - 1) * up, up, d.w_gate.begin() + e * up);
+    std::copy_n(d.w_up.begin() + (e - 1) * up, up, d.w_up.begin() + e * up);
+    std::copy_n(d.w_down.begin() + (e - 1) * down, down, d.w_down.begin() + e * down);
+  }
 }
 
 }  // namespace detmoe

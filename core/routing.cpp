@@ -164,6 +164,13 @@ Status validate_spec(const Shape& s, const RoutingSpec& spec) {
                                             "k = {} distinct experts among the E = {}",
                                             spec.empty_experts, s.E - s.k, s.k, s.E));
       return Status::Ok();
+    case RoutingKind::kCancel:
+      if (spec.cancel_log2 < 1 || spec.cancel_log2 > 24)
+        return invalid_argument(fmt::format("cancel_log2 = {} is out of range [1, 24]", spec.cancel_log2));
+      if (s.k < 2 || s.E < 2)
+        return invalid_argument(fmt::format("routing cancel needs k >= 2 and E >= 2 (a twin pair in slots 0 and 1); "
+                                            "the shape has k = {}, E = {}", s.k, s.E));
+      return Status::Ok();
   }
   return invalid_argument(fmt::format("routing kind {} is unknown", static_cast<int>(spec.kind)));
 }
@@ -206,9 +213,15 @@ class Sampler {
           sample_uniform_distinct(rng, static_cast<int64_t>(allowed_.size()), k, idx);
           for (int64_t j = 0; j < k; ++j) idx[j] = allowed_[idx[j]];
           break;
+        case RoutingKind::kCancel: fill_cancel_ids(rng, idx); break;
         case RoutingKind::kExplicit: break;
       }
       softmax_weights(seed_, static_cast<uint64_t>(t), k, &r.topk_w[t * k]);
+      if (spec_.kind == RoutingKind::kCancel) {
+        const float L = static_cast<float>(int64_t{1} << spec_.cancel_log2);
+        r.topk_w[t * k] = L;
+        r.topk_w[t * k + 1] = -(L - 1.0f);
+      }
     }
   }
 
@@ -232,6 +245,19 @@ class Sampler {
         idx[j] = other < hot ? other : other + 1;  // skip the hot id
       }
     }
+  }
+
+  // A random twin pair (2m, 2m+1) in slots 0 and 1 (either order), the other slots uniform over
+  // the remaining experts.
+  void fill_cancel_ids(TokenRandom& rng, int32_t* idx) const {
+    const int64_t k = s_.k, E = s_.E;
+    const int32_t pair = 2 * static_cast<int32_t>(rng.below(static_cast<uint32_t>(E / 2)));
+    const bool swap = rng.below(2) == 1;
+    idx[0] = pair + (swap ? 1 : 0);
+    idx[1] = pair + (swap ? 0 : 1);
+    std::array<int32_t, kMaxTopK> others;
+    sample_uniform_distinct(rng, E - 2, k - 2, others.data());
+    for (int64_t j = 2; j < k; ++j) idx[j] = others[j - 2] < pair ? others[j - 2] : others[j - 2] + 2;
   }
 
   Shape s_;
@@ -262,7 +288,7 @@ bool parse_number(std::string_view text, int64_t& value) {
 }
 
 constexpr const char* kRoutingForms =
-    "balanced, zipf<s>, zipf:<s>, hot:<fraction>[:<expert>], all-to-one[:<expert>], empty:<count>";
+    "balanced, zipf<s>, zipf:<s>, hot:<fraction>[:<expert>], all-to-one[:<expert>], empty:<count>, cancel[:<log2 L>]";
 
 }  // namespace
 
@@ -281,6 +307,7 @@ std::string RoutingSpec::to_string() const {
       return hot_expert == 0 ? fmt::format("hot:{}", hot_fraction) : fmt::format("hot:{}:{}", hot_fraction, hot_expert);
     case RoutingKind::kAllToOne: return hot_expert == 0 ? "all-to-one" : fmt::format("all-to-one:{}", hot_expert);
     case RoutingKind::kEmptyExperts: return fmt::format("empty:{}", empty_experts);
+    case RoutingKind::kCancel: return fmt::format("cancel:{}", cancel_log2);
     case RoutingKind::kExplicit: return "explicit";
   }
   return "unknown";
@@ -323,6 +350,10 @@ StatusOr<RoutingSpec> parse_routing(const std::string& text) {
     spec.kind = RoutingKind::kEmptyExperts;
     if (!parse_number(parts[1], spec.empty_experts)) return not_a_number(parts[1]);
     if (spec.empty_experts < 0) return bad(fmt::format("empty expert count {} must be >= 0", spec.empty_experts));
+  } else if (name == "cancel" && args <= 1) {
+    spec.kind = RoutingKind::kCancel;
+    if (args == 1 && !parse_number(parts[1], spec.cancel_log2)) return not_a_number(parts[1]);
+    if (spec.cancel_log2 < 1 || spec.cancel_log2 > 24) return bad(fmt::format("log2 L = {} is out of range [1, 24]", spec.cancel_log2));
   } else {
     return bad("unknown routing");
   }

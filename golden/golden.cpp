@@ -62,6 +62,9 @@ StatusOr<std::vector<GoldenCase>> load_cases(const std::string& path) {
       g.backward = c.value("backward", true);
       g.grad_precision = c.value("grad", std::string("fp32")) == "bf16" ? GradPrecision::kBF16 : GradPrecision::kFP32;
       g.impls = c.at("impls").get<std::vector<std::string>>();
+      g.data = c.value("data", std::string("seeded"));
+      if (g.data != "seeded" && g.data != "twin-experts")
+        return invalid_argument(fmt::format("{}: case {}: data \"{}\" is not \"seeded\" or \"twin-experts\"", path, g.name, g.data));
       if (std::any_of(cases.begin(), cases.end(), [&](const GoldenCase& o) { return o.name == g.name; }))
         return invalid_argument(fmt::format("{}: case name {} appears twice", path, g.name));
       cases.push_back(std::move(g));
@@ -75,7 +78,12 @@ StatusOr<std::vector<GoldenCase>> load_cases(const std::string& path) {
 StatusOr<HostProblem> make_case_problem(const GoldenCase& c) {
   auto spec = parse_routing(c.routing);
   if (!spec.ok()) return spec.status();
-  return make_seeded_problem(c.shape, *spec, c.seed, c.backward, c.grad_precision);
+  auto problem = make_seeded_problem(c.shape, *spec, c.seed, c.backward, c.grad_precision);
+  if (problem.ok() && c.data == "twin-experts") {
+    make_twin_experts(problem->data);
+    problem->seed.reset();  // no longer the seeded data: GPU paths upload it
+  }
+  return problem;
 }
 
 OutputRecord make_output_record(const NamedTensor& t) {

@@ -30,6 +30,7 @@ struct GoldenCase {
   bool backward = true;
   GradPrecision grad_precision = GradPrecision::kFP32;
   std::vector<std::string> impls;  // implementations this case is recorded for
+  std::string data = "seeded";     // "seeded", or "twin-experts" (make_twin_experts; GPU paths upload it)
 };
 
 StatusOr<std::vector<GoldenCase>> load_cases(const std::string& path);

@@ -61,4 +61,10 @@ struct LayerData {
 };
 LayerData generate_layer_data(const Shape& shape, uint64_t seed);
 
+// Makes every odd expert 2m+1 a copy of expert 2m (gate, up and down weights), so both give the
+// same bits for the same token: with routing "cancel" their large opposite weights cancel and
+// the slot-sum order decides the result's low bits (golden sensitivity cases). An odd E leaves
+// the last expert alone.
+void make_twin_experts(LayerData& data);
+
 }  // namespace detmoe

@@ -5,11 +5,13 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <vector>
 
 #include "detmoe/config.h"
+#include "detmoe/data.h"
 #include "detmoe/device_tensors.h"
 #include "detmoe/routing.h"
 #include "detmoe/row_exchange.h"
@@ -27,6 +29,11 @@ class DeviceProblem {
  public:
   // One rank's tensors for every local slot of `exchange`, on that slot's device.
   static StatusOr<std::unique_ptr<DeviceProblem>> create(const Shape& shape, const Routing& routing, uint64_t seed,
+                                                         const RowExchange& exchange,
+                                                         const DeviceProblemOptions& options = {});
+  // The same, with the dense inputs copied from host tensors in the global layout of LayerData
+  // (a replayed capture, a golden case with designed data); data.dout empty = forward only.
+  static StatusOr<std::unique_ptr<DeviceProblem>> create(const Shape& shape, const Routing& routing, const LayerData& data,
                                                          const RowExchange& exchange,
                                                          const DeviceProblemOptions& options = {});
   ~DeviceProblem();
@@ -52,6 +59,10 @@ class DeviceProblem {
   struct Impl;
 
  private:
+  using RankFiller = std::function<Status(int rank, const DeviceLayerInputs&, const DeviceGradInputs&, cudaStream_t)>;
+  static StatusOr<std::unique_ptr<DeviceProblem>> create_filled(const Shape& shape, const Routing& routing,
+                                                                const RowExchange& exchange,
+                                                                const DeviceProblemOptions& options, const RankFiller& fill);
   explicit DeviceProblem(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };

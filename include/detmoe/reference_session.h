@@ -1,4 +1,4 @@
-// One seeded problem wired to a ReferenceLayer: what `detmoe verify`, the GPU tests and the
+// One problem (seeded, or uploaded from host tensors) wired to a ReferenceLayer: what `detmoe verify`, the GPU tests and the
 // fuzzers run. Each run poisons every output with NaN first, runs forward (and backward),
 // synchronises and downloads the outputs in the oracle's layout.
 #pragma once
@@ -18,12 +18,20 @@ class ReferenceSession {
                                                             std::shared_ptr<RowExchange> exchange,
                                                             const LayerConfig& config = {},
                                                             const ReferenceOptions& options = {}, bool write_y = true);
+  // The same on host tensors (uploaded; global layout of LayerData).
+  static StatusOr<std::unique_ptr<ReferenceSession>> create(const Shape& shape, const Routing& routing, const LayerData& data,
+                                                            std::shared_ptr<RowExchange> exchange,
+                                                            const LayerConfig& config = {},
+                                                            const ReferenceOptions& options = {}, bool write_y = true);
   StatusOr<std::vector<NamedTensor>> run(bool backward);
 
   ReferenceLayer& layer() { return *layer_; }
   DeviceProblem& problem() { return *problem_; }
 
  private:
+  static StatusOr<std::unique_ptr<ReferenceSession>> wire(StatusOr<std::unique_ptr<DeviceProblem>> problem, const Shape& shape,
+                                                          std::shared_ptr<RowExchange> exchange, const LayerConfig& config,
+                                                          const ReferenceOptions& options);
   std::unique_ptr<DeviceProblem> problem_;
   std::unique_ptr<ReferenceLayer> layer_;
 };

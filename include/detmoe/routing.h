@@ -17,6 +17,10 @@ enum class RoutingKind {
   kHotExpert,     // one expert taking a fraction f of all picks, the rest uniform
   kAllToOne,      // every token picks the same k experts {e0, e0+1, …} (mod E)
   kEmptyExperts,  // uniform over all but `empty_experts` experts, which receive nothing
+  kCancel,        // slots 0 and 1 hold a twin pair (2m, 2m+1) with weights +L and -(L-1), L = 2^cancel_log2;
+                  // the other slots uniform with softmax weights. With twin-expert data (make_twin_experts)
+                  // the two large terms cancel, so the result depends on the order of the slot sum: the
+                  // golden cases that prove a summation-order change flips bits
   kExplicit,      // lists given by the caller
 };
 
@@ -27,12 +31,13 @@ struct RoutingSpec {
                                 //   (at most 1/k: a token holds an expert once)
   int64_t hot_expert = 0;       // kHotExpert / kAllToOne: the favoured expert
   int64_t empty_experts = 0;    // kEmptyExperts: how many (spread over the id range) get nothing
+  int64_t cancel_log2 = 16;     // kCancel: log2 of the large weight L, in [1, 24] (L and L-1 exact in fp32)
   std::vector<int32_t> explicit_idx;  // kExplicit: [P·T, k]
   std::vector<float> explicit_w;      // kExplicit: [P·T, k]; empty = softmax of seeded logits
   std::string to_string() const;
 };
 
-// Parses "balanced", "zipf1", "zipf:1.5", "hot:0.3", "hot:0.3:5", "all-to-one", "empty:4".
+// Parses "balanced", "zipf1", "zipf:1.5", "hot:0.3", "hot:0.3:5", "all-to-one", "empty:4", "cancel:16".
 StatusOr<RoutingSpec> parse_routing(const std::string& text);
 
 struct Routing {

@@ -104,6 +104,52 @@ Status fill_rank(const Shape& s, uint64_t seed, int rank, const DeviceLayerInput
   return Status::Ok();
 }
 
+// Copies one rank's slice of host tensors (global layout of LayerData) into its device tensors;
+// gate and up rows are stacked per local expert as [W_gate[e]; W_up[e]]. A forward-only problem
+// (no dout) gets zeros there, so nothing uninitialised is ever read.
+Status upload_rank(const Shape& s, const LayerData& d, int rank, const DeviceLayerInputs& in, const DeviceGradInputs& gin,
+                   cudaStream_t stream) {
+  const int64_t T = s.T, H = s.H, F = s.F, Fs = s.Fs, epr = s.experts_per_rank();
+  auto copy = [&](const uint16_t* dst, const uint16_t* src, int64_t count) -> Status {
+    DETMOE_CUDA_RETURN(cudaMemcpyAsync(const_cast<uint16_t*>(dst), src, count * 2, cudaMemcpyHostToDevice, stream));
+    return Status::Ok();
+  };
+  DETMOE_RETURN_IF_ERROR(copy(in.x, d.x.data() + rank * T * H, T * H));
+  if (d.dout.empty()) DETMOE_CUDA_RETURN(cudaMemsetAsync(const_cast<uint16_t*>(gin.dout), 0, T * H * 2, stream));
+  else DETMOE_RETURN_IF_ERROR(copy(gin.dout, d.dout.data() + rank * T * H, T * H));
+  for (int64_t i = 0; i < epr; ++i) {
+    const int64_t e = rank * epr + i;
+    DETMOE_RETURN_IF_ERROR(copy(in.w_gate_up + i * 2 * F * H, d.w_gate.data() + e * F * H, F * H));
+    DETMOE_RETURN_IF_ERROR(copy(in.w_gate_up + i * 2 * F * H + F * H, d.w_up.data() + e * F * H, F * H));
+  }
+  DETMOE_RETURN_IF_ERROR(copy(in.w_down, d.w_down.data() + rank * epr * H * F, epr * H * F));
+  if (Fs > 0) {
+    DETMOE_RETURN_IF_ERROR(copy(in.ws_gate_up, d.ws_gate.data(), Fs * H));
+    DETMOE_RETURN_IF_ERROR(copy(in.ws_gate_up + Fs * H, d.ws_up.data(), Fs * H));
+    DETMOE_RETURN_IF_ERROR(copy(in.ws_down, d.ws_down.data(), H * Fs));
+  }
+  return Status::Ok();
+}
+
+// Every host tensor has the size the shape says (a short vector would be read past its end).
+Status check_host_data(const Shape& s, const LayerData& d) {
+  const int64_t N = s.tokens_global();
+  const struct {
+    const char* name;
+    size_t have;
+    int64_t want;
+  } sizes[] = {{"x", d.x.size(), N * s.H},           {"w_gate", d.w_gate.size(), s.E * s.F * s.H},
+               {"w_up", d.w_up.size(), s.E * s.F * s.H}, {"w_down", d.w_down.size(), s.E * s.H * s.F},
+               {"ws_gate", d.ws_gate.size(), s.Fs * s.H}, {"ws_up", d.ws_up.size(), s.Fs * s.H},
+               {"ws_down", d.ws_down.size(), s.H * s.Fs}};
+  for (const auto& t : sizes)
+    if (static_cast<int64_t>(t.have) != t.want)
+      return invalid_argument(fmt::format("host tensor {} has {} elements, the shape {} needs {}", t.name, t.have, s.to_string(), t.want));
+  if (!d.dout.empty() && static_cast<int64_t>(d.dout.size()) != N * s.H)
+    return invalid_argument(fmt::format("host tensor dout has {} elements, the shape {} needs {}", d.dout.size(), s.to_string(), N * s.H));
+  return Status::Ok();
+}
+
 template <class T>
 Status fetch(std::vector<T>& host, const void* device, int64_t count, cudaStream_t stream) {
   host.resize(count);
@@ -130,6 +176,27 @@ DeviceProblem::~DeviceProblem() = default;
 StatusOr<std::unique_ptr<DeviceProblem>> DeviceProblem::create(const Shape& shape, const Routing& routing, uint64_t seed,
                                                                const RowExchange& exchange,
                                                                const DeviceProblemOptions& options) {
+  return create_filled(shape, routing, exchange, options, [&](int rank, const DeviceLayerInputs& in, const DeviceGradInputs& gin,
+                                                              cudaStream_t stream) {
+    return fill_rank(shape, seed, rank, in, gin, stream);
+  });
+}
+
+StatusOr<std::unique_ptr<DeviceProblem>> DeviceProblem::create(const Shape& shape, const Routing& routing,
+                                                               const LayerData& data, const RowExchange& exchange,
+                                                               const DeviceProblemOptions& options) {
+  DETMOE_RETURN_IF_ERROR(validate(shape));
+  DETMOE_RETURN_IF_ERROR(check_host_data(shape, data));
+  return create_filled(shape, routing, exchange, options, [&](int rank, const DeviceLayerInputs& in, const DeviceGradInputs& gin,
+                                                              cudaStream_t stream) {
+    return upload_rank(shape, data, rank, in, gin, stream);
+  });
+}
+
+StatusOr<std::unique_ptr<DeviceProblem>> DeviceProblem::create_filled(const Shape& shape, const Routing& routing,
+                                                                      const RowExchange& exchange,
+                                                                      const DeviceProblemOptions& options,
+                                                                      const RankFiller& fill) {
   DETMOE_RETURN_IF_ERROR(validate(shape));
   if (exchange.world_size() != shape.P)
     return invalid_argument(fmt::format("the exchange has {} ranks but the shape has P = {}", exchange.world_size(), shape.P));
@@ -166,12 +233,12 @@ StatusOr<std::unique_ptr<DeviceProblem>> DeviceProblem::create(const Shape& shap
     impl->output_regions[slot] = carve(real, shape, options, impl->inputs[slot], impl->outputs[slot],
                                        impl->grad_inputs[slot], impl->grad_outputs[slot], impl->idx[slot], impl->w[slot]);
     cudaStream_t stream = exchange.stream(slot);
-    DETMOE_RETURN_IF_ERROR(fill_rank(shape, seed, rank, impl->inputs[slot], impl->grad_inputs[slot], stream));
+    DETMOE_RETURN_IF_ERROR(fill(rank, impl->inputs[slot], impl->grad_inputs[slot], stream));
     DETMOE_CUDA_RETURN(cudaMemcpyAsync(impl->idx[slot], routing.topk_idx.data() + rank * T * k, T * k * 4,
                                        cudaMemcpyHostToDevice, stream));
     DETMOE_CUDA_RETURN(cudaMemcpyAsync(impl->w[slot], routing.topk_w.data() + rank * T * k, T * k * 4,
                                        cudaMemcpyHostToDevice, stream));
-    DETMOE_CUDA_RETURN(cudaStreamSynchronize(stream));  // the routing copies read pageable host memory
+    DETMOE_CUDA_RETURN(cudaStreamSynchronize(stream));  // the routing (and uploaded data) copies read pageable host memory
   }
   auto problem = std::unique_ptr<DeviceProblem>(new DeviceProblem(std::move(impl)));
   DETMOE_RETURN_IF_ERROR(problem->poison_outputs());

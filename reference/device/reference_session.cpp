@@ -2,15 +2,40 @@
 
 namespace detmoe {
 
+namespace {
+
+DeviceProblemOptions problem_options(const LayerConfig& config, bool write_y) {
+  DeviceProblemOptions po;
+  po.grad_precision = config.grad_precision;
+  po.write_y = write_y;
+  return po;
+}
+
+}  // namespace
+
 StatusOr<std::unique_ptr<ReferenceSession>> ReferenceSession::create(const Shape& shape, const Routing& routing,
                                                                      uint64_t seed, std::shared_ptr<RowExchange> exchange,
                                                                      const LayerConfig& config,
                                                                      const ReferenceOptions& options, bool write_y) {
   if (!exchange) return invalid_argument("exchange is null");
-  DeviceProblemOptions po;
-  po.grad_precision = config.grad_precision;
-  po.write_y = write_y;
-  auto problem = DeviceProblem::create(shape, routing, seed, *exchange, po);
+  return wire(DeviceProblem::create(shape, routing, seed, *exchange, problem_options(config, write_y)), shape,
+              std::move(exchange), config, options);
+}
+
+StatusOr<std::unique_ptr<ReferenceSession>> ReferenceSession::create(const Shape& shape, const Routing& routing,
+                                                                     const LayerData& data,
+                                                                     std::shared_ptr<RowExchange> exchange,
+                                                                     const LayerConfig& config,
+                                                                     const ReferenceOptions& options, bool write_y) {
+  if (!exchange) return invalid_argument("exchange is null");
+  return wire(DeviceProblem::create(shape, routing, data, *exchange, problem_options(config, write_y)), shape,
+              std::move(exchange), config, options);
+}
+
+StatusOr<std::unique_ptr<ReferenceSession>> ReferenceSession::wire(StatusOr<std::unique_ptr<DeviceProblem>> problem,
+                                                                   const Shape& shape, std::shared_ptr<RowExchange> exchange,
+                                                                   const LayerConfig& config,
+                                                                   const ReferenceOptions& options) {
   if (!problem.ok()) return problem.status();
   auto layer = ReferenceLayer::create(shape, config, std::move(exchange), options);
   if (!layer.ok()) return layer.status();

@@ -77,8 +77,7 @@ void run_golden(Gate& g, const json& spec, const std::string& base_dir) {
         check.verdict = report::Verdict::kFail;
         check.detail = "case not recorded";
       } else {
-        auto outs = golden::make_case_problem(c).value();
-        auto fresh = impl->run(outs);
+        auto fresh = impl->run(runnable_problem(*impl, golden::make_case_problem(c).value()));
         if (!fresh.ok()) {
           check.verdict = report::Verdict::kFail;
           check.detail = "could not run: " + fresh.status().to_string();
@@ -125,7 +124,7 @@ void run_accuracy(Gate& g, const json& spec, const std::string& base_dir) {
         g.add(std::move(check));
         continue;
       }
-      const HostProblem problem = golden::make_case_problem(*c).value();
+      const HostProblem problem = runnable_problem(*impl, golden::make_case_problem(*c).value());
       auto got = impl->run(problem);
       auto ref = oracle.run(problem);
       if (!got.ok() || !ref.ok()) {

@@ -37,7 +37,7 @@ int record(const GoldenArgs& a) {
   golden::HashFile file{a.impl, platform, {}};
   for (const auto& c : selected_cases(a)) {
     const auto t0 = std::chrono::steady_clock::now();
-    const std::vector<NamedTensor> outs = impl.run(golden::make_case_problem(c).value()).value();
+    const std::vector<NamedTensor> outs = impl.run(runnable_problem(impl, golden::make_case_problem(c).value())).value();
     golden::CaseRecord rec{c.name, {}};
     for (const NamedTensor& t : outs) {
       rec.outputs.push_back(golden::make_output_record(t));
@@ -71,7 +71,7 @@ int check(const GoldenArgs& a) {
       ++failed;
       continue;
     }
-    const std::vector<NamedTensor> outs = impl.run(golden::make_case_problem(c).value()).value();
+    const std::vector<NamedTensor> outs = impl.run(runnable_problem(impl, golden::make_case_problem(c).value())).value();
     const auto diffs = golden::compare_case(*rec, outs, a.store_dir, a.impl, platform);
     if (diffs.empty()) {
       fmt::print("PASS {:<22} {} outputs bitwise equal\n", c.name, outs.size());

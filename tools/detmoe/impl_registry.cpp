@@ -42,10 +42,6 @@ std::string gpu_platform() {
 }
 
 StatusOr<std::vector<NamedTensor>> run_reference_problem(const HostProblem& p) {
-  if (!p.seed)
-    return Status(ErrorCode::kNotImplemented,
-                  "the GPU reference runs seeded problems only (its inputs are filled on the device); replaying "
-                  "arbitrary tensors through it is not built yet — use --impl oracle");
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0)
     return Status(ErrorCode::kCudaError, "the GPU reference needs a CUDA device and this process sees none");
@@ -55,14 +51,16 @@ StatusOr<std::vector<NamedTensor>> run_reference_problem(const HostProblem& p) {
   if (!ex.ok()) return ex.status();
   LayerConfig config;
   config.grad_precision = p.grad_precision;
-  auto session = ReferenceSession::create(p.shape, p.routing, *p.seed, std::shared_ptr<RowExchange>(std::move(*ex)), config);
+  std::shared_ptr<RowExchange> exchange(std::move(*ex));
+  // Seeded problems are filled on the device (fast, no host copy); any other data is uploaded.
+  auto session = p.seed ? ReferenceSession::create(p.shape, p.routing, *p.seed, exchange, config)
+                        : ReferenceSession::create(p.shape, p.routing, p.data, exchange, config);
   if (!session.ok()) return session.status();
   return (*session)->run(p.backward());
 }
 
 // The forward megakernel (work in progress, docs/MEGAKERNEL.md): forward only for now.
 StatusOr<std::vector<NamedTensor>> run_megakernel_problem(const HostProblem& p) {
-  if (!p.seed) return Status(ErrorCode::kNotImplemented, "the megakernel runs seeded problems only (inputs filled on the device)");
   if (p.backward()) return Status(ErrorCode::kNotImplemented, "the megakernel's backward is not built yet (forward only)");
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0)
@@ -73,7 +71,8 @@ StatusOr<std::vector<NamedTensor>> run_megakernel_problem(const HostProblem& p) 
   if (!ex.ok()) return ex.status();
   DeviceProblemOptions po;
   po.grad_precision = p.grad_precision;
-  auto problem = DeviceProblem::create(p.shape, p.routing, *p.seed, **ex, po);
+  auto problem = p.seed ? DeviceProblem::create(p.shape, p.routing, *p.seed, **ex, po)
+                        : DeviceProblem::create(p.shape, p.routing, p.data, **ex, po);
   if (!problem.ok()) return problem.status();
   LayerOptions options;
   options.device = device;
@@ -90,12 +89,17 @@ const std::vector<ImplEntry>& registry() {
   static const std::vector<ImplEntry> kImpls = {
       {"oracle", &cpu_platform, &run_oracle_problem},
       {"reference", &gpu_platform, &run_reference_problem},
-      {"megakernel", &gpu_platform, &run_megakernel_problem},
+      {"megakernel", &gpu_platform, &run_megakernel_problem, /*has_backward=*/false},
   };
   return kImpls;
 }
 
 }  // namespace
+
+HostProblem runnable_problem(const ImplEntry& impl, HostProblem p) {
+  if (!impl.has_backward) p.data.dout.clear();
+  return p;
+}
 
 std::vector<std::string> impl_names() {
   std::vector<std::string> names;

@@ -14,7 +14,15 @@ struct ImplEntry {
   // Where its bits are defined: "cpu-x86_64" for the oracle, e.g. "sm90-cuda13.0" for GPU paths.
   std::string (*platform)();
   ImplRunner run;
+  // False while the implementation has no backward pass (the megakernel today): golden and the
+  // gate then run and record its cases forward-only, and say so.
+  bool has_backward = true;
 };
+
+// The problem an implementation can run: `p` itself, or its forward-only part (dout dropped)
+// when the implementation has no backward. Golden hashes and gate checks use this, so a
+// forward-only implementation is checked on what it computes, never silently skipped.
+HostProblem runnable_problem(const ImplEntry& impl, HostProblem p);
 
 // Names the known implementations in the error when `name` is unknown or not built.
 StatusOr<ImplEntry> find_impl(const std::string& name);
