@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# For `git bisect run ci/bisect.sh [--gpu] [gate options]`: builds the checked-out commit and
+# For `git bisect run ci/bisect.sh [--gpu] [--baseline FILE] [--report FILE]`: builds the checked-out commit and
 # runs `detmoe gate` on it. Exit codes follow git-bisect(1):
 #   0    good  (the gate passed)
 #   1    bad   (the gate found changed bits, an accuracy or a speed regression)
@@ -10,16 +10,18 @@
 set -u
 usage() {
   cat <<'EOF'
-usage: git bisect run ci/bisect.sh [--gpu] [--baseline FILE] [other `detmoe gate` options]
+usage: git bisect run ci/bisect.sh [--gpu] [--baseline FILE] [--report FILE]
        ci/bisect.sh --help
 
 Builds the checked-out commit (folder $DETMOE_BISECT_BUILD, default <checkout>/build-bisect,
-kept between steps for ccache) and runs `detmoe gate`.
+kept between steps for ccache; with $DETMOE_SETUP, default ci/setup.sh) and runs `detmoe gate`
+(with --gpu: ci/gpu-gate.sh, found next to this script).
   --gpu            GPU gate: baseline ci/gate-baseline-gpu.json, and a GPU is required (a commit
                    is skipped, not blamed, when nvidia-smi fails)
   --baseline FILE  gate baseline (default ci/gate-baseline.json, or the GPU one with --gpu); a
-                   relative FILE is taken from the directory bisect was started in. Other options
-                   are passed to `detmoe gate` and never drop the default baseline.
+                   relative FILE is taken from the directory bisect was started in.
+  --report FILE    passed to `detmoe gate` (a run report per step); it never drops the default
+                   baseline. Any other option is a usage error.
 Copy this script and the baseline outside the work tree before `git bisect start` if older
 commits lack them (git bisect run /tmp/bisect.sh --baseline /tmp/baseline.json).
 Exit: 0 good, 1 bad, 125 skip (cannot build or could not run), 129 usage error (aborts bisect).
@@ -59,14 +61,19 @@ if [ $gpu = 1 ] && ! nvidia-smi -L >/dev/null 2>&1; then
 fi
 
 echo "bisect.sh: $sha: building in $build"
-if ! DETMOE_BUILD_DIR=$build "$root/ci/setup.sh" >"$log" 2>&1; then
+if ! DETMOE_BUILD_DIR=$build "${DETMOE_SETUP:-$root/ci/setup.sh}" >"$log" 2>&1; then
   echo "bisect.sh: $sha: build failed (skip, exit 125); see $log"
   exit 125
 fi
 detmoe=$build/detmoe
 [ -x "$detmoe" ] || { echo "bisect.sh: $sha: no detmoe binary (skip, 125)"; exit 125; }
 
-DETMOE_DATA_DIR=$root "$detmoe" gate --baseline "$baseline" "${gate_args[@]}"
+if [ $gpu = 1 ]; then
+  # The GPU gate script next to this one (a copy outside the tree keeps working on old commits).
+  DETMOE_DATA_DIR=$root "$(cd "$(dirname "$0")" && pwd)/gpu-gate.sh" --no-build --build-dir "$build" --baseline "$baseline" "${gate_args[@]}"
+else
+  DETMOE_DATA_DIR=$root "$detmoe" gate --baseline "$baseline" "${gate_args[@]}"
+fi
 rc=$?
 case $rc in
   0) echo "bisect.sh: $sha: good"; exit 0 ;;

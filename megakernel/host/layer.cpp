@@ -11,6 +11,7 @@
 
 #include "detmoe/cuda_status.h"
 #include "detmoe/layer.h"
+#include "detmoe/test_plant.h"
 #include "megakernel/host/layer_sizes.h"
 #include "megakernel/host/tensor_map.h"
 #include "megakernel/host/layer_kernel.h"
@@ -76,7 +77,10 @@ StatusOr<std::unique_ptr<Layer>> Layer::create(const Shape& shape, const LayerCo
     return invalid_argument(fmt::format("num_sms = {} exceeds the {} SMs of device {} (the persistent grid must be "
                                         "co-resident)",
                                         config.num_sms, sms, options.device));
-  const int grid = config.num_sms > 0 ? config.num_sms : sms;
+  int grid = config.num_sms > 0 ? config.num_sms : sms;
+  // Harness test only (include/detmoe/test_plant.h): a kernel about 10 % slower with the same
+  // bits (D1: the grid size never changes bits), for proving the gate's speed check.
+  if (test_plant_enabled("megakernel-slowdown")) grid = std::max(1, grid * 90 / 100);
   DETMOE_RETURN_IF_ERROR(mk::check_megakernel_limits(shape, config, grid));
   int per_sm = 0;
   DETMOE_RETURN_IF_ERROR(mk::configure_forward_kernel(&per_sm));

@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# One device call for the GPU gate (issue: the gate must gate the megakernel): build, the GPU
+# tests that cover the touched paths, golden hashes recorded and checked, stored speed medians,
+# the gate N times, a planted slowdown, and `git bisect run ci/bisect.sh --gpu` over a bundle of
+# commits with one planted bad commit. Stages are switched by environment variables; logs and
+# the files to commit go to $OUT.
+#   OUT=dir STAGES="build tests record perf gate slow bisect" ci/device-gate-demo.sh
+set -uo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+OUT=${OUT:-$root/out-device}
+mkdir -p "$OUT"
+source "$root/ci/device-env.sh"
+STAGES=${STAGES:-"build tests record perf gate slow bisect"}
+GATE_RUNS=${GATE_RUNS:-3}
+build=$root/build-device
+has() { [[ " $STAGES " == *" $1 "* ]]; }
+step() { echo; echo "=== $* ($(date +%T))"; }
+store_baseline() {  # the GPU baseline with a tensor store, so a change names its first element
+  python3 - "$root/ci/gate-baseline-gpu.json" "$root/ci/.gate-baseline-gpu-store.json" "$@" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+d["golden"]["store"] = "../golden-store"
+if "perf-only" in sys.argv[3:]:
+    d = {"schema": d["schema"], "performance": {"suites": [s for s in d["performance"]["suites"] if "megakernel" in " ".join(s["args"])]}}
+if "golden-mk-only" in sys.argv[3:]:
+    d = {"schema": d["schema"], "golden": {"impls": ["megakernel"], "store": "../golden-store"}}
+json.dump(d, open(sys.argv[2], "w"), indent=1)
+PY
+}
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv
+echo "git: $(command -v git) python3: $(command -v python3)"
+if has build; then
+  step build
+  t0=$(date +%s)
+  "$root/ci/device-build.sh" build-device 2>&1 | tail -3
+  echo "build took $(( $(date +%s) - t0 )) s"
+fi
+cd "$build" || exit 3
+if has tests; then
+  step GPU tests of the touched paths
+  ctest -j4 --timeout 240 -R "golden|gate|cli|bisect|Reference|DevicePlan|RowExchange|OutputFile|Safetensors" >"$OUT/ctest.log" 2>&1
+  echo "ctest exit $?"; grep -E "tests passed|Skipped|Failed" "$OUT/ctest.log" | head -20
+  RC_PARAMS=max_success=30 timeout 200 ./tests/megakernel/detmoe_layer_test \
+    --gtest_filter='MegakernelPlan.*:MegakernelLayer.*:MegakernelCombine.*:*MegakernelVsReference*:MegakernelD*:MegakernelFaults.*' \
+    >"$OUT/megakernel.log" 2>&1
+  echo "megakernel tests exit $?"; grep -E "^\[  (PASSED|FAILED) " "$OUT/megakernel.log" | head
+fi
+if has record; then
+  step golden: the committed reference hashes still hold, then record reference and megakernel with a store
+  ./detmoe golden check --impl reference 2>&1 | tail -14; echo "golden check reference (committed) exit ${PIPESTATUS[0]}"
+  ./detmoe golden record --impl reference --store "$root/golden-store" 2>&1 | tail -3
+  ./detmoe golden record --impl megakernel --store "$root/golden-store" 2>&1 | tail -14
+  cp "$root"/golden/hashes/reference.*.json "$root"/golden/hashes/megakernel.*.json "$OUT/" 2>/dev/null
+  ./detmoe golden check --impl megakernel 2>&1 | tail -3; echo "golden check megakernel exit ${PIPESTATUS[0]}"
+fi
+if has perf; then
+  step stored speed medians: the megakernel forward on the four shapes, three runs, the slowest median kept
+  for r in 1 2 3; do
+    ./perf/detmoe_perf_layer --impls=megakernel --shapes=qwen3-30b-a3b,deepseek-v3,mixtral-8x7b,gpt-oss-120b \
+      --routings=balanced --benchmark_repetitions=5 --benchmark_report_aggregates_only=true \
+      --benchmark_format=json >"$OUT/perf-run$r.json" 2>/dev/null; echo "perf run $r exit $?"
+  done
+  python3 - "$OUT" <<'PY'
+import json, sys
+out = sys.argv[1]
+runs = [json.load(open(f"{out}/perf-run{r}.json")) for r in (1, 2, 3)]
+keep = runs[0]
+for b in keep["benchmarks"]:
+    if b.get("aggregate_name") == "median":
+        vals = [x["real_time"] for run in runs for x in run["benchmarks"] if x["name"] == b["name"]]
+        print(f'{b["run_name"]}: medians {", ".join(f"{v:.3f}" for v in vals)} ms -> stored {max(vals):.3f}')
+        b["real_time"] = max(vals)
+keep["context"]["detmoe_note"] = "per benchmark the slowest median of three good-commit runs (ci/device-gate-demo.sh)"
+json.dump(keep, open(f"{out}/gate-perf-megakernel-h200.json", "w"), indent=1)
+PY
+  cp "$OUT/gate-perf-megakernel-h200.json" "$root/ci/"
+fi
+if has gate; then
+  store_baseline
+  for r in $(seq 1 "$GATE_RUNS"); do
+    step "GPU gate, run $r of $GATE_RUNS"
+    "$root/ci/gpu-gate.sh" --no-build --build-dir "$build" --baseline "$root/ci/.gate-baseline-gpu-store.json" \
+      --report "$OUT/gate-run$r.json" >"$OUT/gate-run$r.log" 2>&1
+    echo "gpu-gate run $r exit $?"; grep -E "^(FAIL|WARN|SKIP)|gate:" "$OUT/gate-run$r.log" | head -12
+  done
+fi
+if has slow; then
+  step "planted slowdown (DETMOE_TEST_PLANT=megakernel-slowdown: 90 % of the SMs, same bits)"
+  store_baseline perf-only
+  DETMOE_TEST_PLANT=megakernel-slowdown "$root/ci/gpu-gate.sh" --no-build --build-dir "$build" \
+    --baseline "$root/ci/.gate-baseline-gpu-store.json" >"$OUT/gate-slow.log" 2>&1
+  echo "planted-slowdown gate exit $?"; grep -E "^(FAIL|WARN|PASS)|gate:" "$OUT/gate-slow.log" | head -12
+fi
+if has bisect; then
+  step "git bisect run ci/bisect.sh --gpu over bisect-demo.bundle (one planted bad commit among five)"
+  demo=$root/.bisect-demo
+  rm -rf "$demo" && git clone -q "$root/bisect-demo.bundle" "$demo" -b bisect-demo 2>&1 | tail -2
+  ln -s "$root/.devdeps" "$demo/.devdeps"
+  cp -r "$root/golden-store" "$demo/golden-store"
+  store_baseline golden-mk-only && cp "$root/ci/.gate-baseline-gpu-store.json" /tmp/bisect-baseline.json
+  sed -i 's|"../golden-store"|"'"$demo"'/golden-store"|' /tmp/bisect-baseline.json
+  cp "$demo/ci/bisect.sh" "$demo/ci/gpu-gate.sh" /tmp/
+  cd "$demo" && git log --oneline -6
+  good=$(git rev-list --max-parents=0 HEAD 2>/dev/null | head -1)
+  git bisect start HEAD HEAD~5 >/dev/null
+  DETMOE_SETUP=$demo/ci/device-build.sh DETMOE_BUILD_TARGETS="detmoe" DETMOE_BISECT_BUILD=$demo/build-bisect \
+    git bisect run /tmp/bisect.sh --gpu --baseline /tmp/bisect-baseline.json >"$OUT/bisect.log" 2>&1
+  echo "git bisect run exit $?"
+  grep -E "bisect.sh:|is the first bad commit|^commit |FAIL" "$OUT/bisect.log" | head -30
+  git bisect log | tail -8
+fi
+step done
