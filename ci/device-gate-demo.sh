@@ -3,7 +3,8 @@
 # tests that cover the touched paths, golden hashes recorded and checked, stored speed medians,
 # the gate N times, a planted slowdown, and `git bisect run ci/bisect.sh --gpu` over a bundle of
 # commits with one planted bad commit. Stages are switched by environment variables; logs and
-# the files to commit go to $OUT.
+# the files to commit go to $OUT (at most 8 files come back: one log, demo.log, and the JSON
+# to commit).
 #   OUT=dir STAGES="build tests record perf gate slow bisect" ci/device-gate-demo.sh
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -38,12 +39,12 @@ fi
 cd "$build" || exit 3
 if has tests; then
   step GPU tests of the touched paths
-  ctest -j4 --timeout 240 -R "golden|gate|cli|bisect|Reference|DevicePlan|RowExchange|OutputFile|Safetensors" >"$OUT/ctest.log" 2>&1
-  echo "ctest exit $?"; grep -E "tests passed|Skipped|Failed" "$OUT/ctest.log" | head -20
+  ctest -j4 --timeout 240 -R "golden|gate|cli|bisect|Reference|DevicePlan|RowExchange|OutputFile|Safetensors" >/tmp/ctest.log 2>&1; cat /tmp/ctest.log >>"$OUT/demo.log"
+  echo "ctest exit $?"; grep -E "tests passed|Failed" /tmp/ctest.log | head -20
   RC_PARAMS=max_success=30 timeout 200 ./tests/megakernel/detmoe_layer_test \
     --gtest_filter='MegakernelPlan.*:MegakernelLayer.*:MegakernelCombine.*:*MegakernelVsReference*:MegakernelD*:MegakernelFaults.*' \
-    >"$OUT/megakernel.log" 2>&1
-  echo "megakernel tests exit $?"; grep -E "^\[  (PASSED|FAILED) " "$OUT/megakernel.log" | head
+    >>"$OUT/demo.log" 2>&1
+  echo "megakernel tests exit $?"; grep -E "^\[  (PASSED|FAILED) " "$OUT/demo.log" | head
 fi
 if has record; then
   step golden: the committed reference hashes still hold, then record reference and megakernel with a store
@@ -58,12 +59,12 @@ if has perf; then
   for r in 1 2 3; do
     ./perf/detmoe_perf_layer --impls=megakernel --shapes=qwen3-30b-a3b,deepseek-v3,mixtral-8x7b,gpt-oss-120b \
       --routings=balanced --benchmark_repetitions=5 --benchmark_report_aggregates_only=true \
-      --benchmark_format=json >"$OUT/perf-run$r.json" 2>/dev/null; echo "perf run $r exit $?"
+      --benchmark_format=json >"/tmp/perf-run$r.json" 2>>"$OUT/demo.log"; echo "perf run $r exit $?"
   done
   python3 - "$OUT" <<'PY'
 import json, sys
 out = sys.argv[1]
-runs = [json.load(open(f"{out}/perf-run{r}.json")) for r in (1, 2, 3)]
+runs = [json.load(open(f"/tmp/perf-run{r}.json")) for r in (1, 2, 3)]
 keep = runs[0]
 for b in keep["benchmarks"]:
     if b.get("aggregate_name") == "median":
@@ -80,16 +81,17 @@ if has gate; then
   for r in $(seq 1 "$GATE_RUNS"); do
     step "GPU gate, run $r of $GATE_RUNS"
     "$root/ci/gpu-gate.sh" --no-build --build-dir "$build" --baseline "$root/ci/.gate-baseline-gpu-store.json" \
-      --report "$OUT/gate-run$r.json" >"$OUT/gate-run$r.log" 2>&1
-    echo "gpu-gate run $r exit $?"; grep -E "^(FAIL|WARN|SKIP)|gate:" "$OUT/gate-run$r.log" | head -12
+      --report "$OUT/gate-run$r.json" >/tmp/gate-run$r.log 2>&1
+    echo "gpu-gate run $r exit $?"; cat /tmp/gate-run$r.log >>"$OUT/demo.log"
+    grep -E "^(FAIL|WARN|SKIP)|gate:" /tmp/gate-run$r.log | head -12; [ $r -gt 1 ] && rm -f "$OUT/gate-run$r.json"
   done
 fi
 if has slow; then
   step "planted slowdown (DETMOE_TEST_PLANT=megakernel-slowdown: 90 % of the SMs, same bits)"
   store_baseline perf-only
   DETMOE_TEST_PLANT=megakernel-slowdown "$root/ci/gpu-gate.sh" --no-build --build-dir "$build" \
-    --baseline "$root/ci/.gate-baseline-gpu-store.json" >"$OUT/gate-slow.log" 2>&1
-  echo "planted-slowdown gate exit $?"; grep -E "^(FAIL|WARN|PASS)|gate:" "$OUT/gate-slow.log" | head -12
+    --baseline "$root/ci/.gate-baseline-gpu-store.json" >/tmp/gate-slow.log 2>&1
+  echo "planted-slowdown gate exit $?"; cat /tmp/gate-slow.log >>"$OUT/demo.log"; grep -E "^(FAIL|WARN|PASS)|gate:" /tmp/gate-slow.log | head -12
 fi
 if has bisect; then
   step "git bisect run ci/bisect.sh --gpu over bisect-demo.bundle (one planted bad commit among five)"
@@ -104,9 +106,9 @@ if has bisect; then
   good=$(git rev-list --max-parents=0 HEAD 2>/dev/null | head -1)
   git bisect start HEAD HEAD~5 >/dev/null
   DETMOE_SETUP=$demo/ci/device-build.sh DETMOE_BUILD_TARGETS="detmoe" DETMOE_BISECT_BUILD=$demo/build-bisect \
-    git bisect run /tmp/bisect.sh --gpu --baseline /tmp/bisect-baseline.json >"$OUT/bisect.log" 2>&1
-  echo "git bisect run exit $?"
-  grep -E "bisect.sh:|is the first bad commit|^commit |FAIL" "$OUT/bisect.log" | head -30
+    git bisect run /tmp/bisect.sh --gpu --baseline /tmp/bisect-baseline.json >/tmp/bisect.log 2>&1
+  echo "git bisect run exit $?"; cat /tmp/bisect.log >>"$OUT/demo.log"
+  grep -E "bisect.sh:|is the first bad commit|^commit |FAIL" /tmp/bisect.log | head -30
   git bisect log | tail -8
 fi
 step done
