@@ -4,7 +4,8 @@
 // planted when it is unset, and every plant is listed here.
 //   combine-reversed   the combine sums the k slots in reverse order, in fp32 (oracle and
 //                      GPU reference): a different summation order, as a kernel change would be
-//   megakernel-slowdown the megakernel runs on 90 % of the SMs: same bits (D1), about 10 % slower,
+//   megakernel-slowdown the megakernel runs on 90 % of the SMs: same bits (D1), 6-9 % slower on the
+//                      H200 (measured on the four DESIGN.md shapes),
 //                      as a performance regression would be (the gate's speed check must fail)
 #pragma once
 

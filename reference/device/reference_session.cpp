@@ -18,8 +18,9 @@ StatusOr<std::unique_ptr<ReferenceSession>> ReferenceSession::create(const Shape
                                                                      const LayerConfig& config,
                                                                      const ReferenceOptions& options, bool write_y) {
   if (!exchange) return invalid_argument("exchange is null");
-  return wire(DeviceProblem::create(shape, routing, seed, *exchange, problem_options(config, write_y)), shape,
-              std::move(exchange), config, options);
+  // The problem is made before `exchange` is moved into wire (argument order is unspecified).
+  auto problem = DeviceProblem::create(shape, routing, seed, *exchange, problem_options(config, write_y));
+  return wire(std::move(problem), shape, std::move(exchange), config, options);
 }
 
 StatusOr<std::unique_ptr<ReferenceSession>> ReferenceSession::create(const Shape& shape, const Routing& routing,
@@ -28,8 +29,8 @@ StatusOr<std::unique_ptr<ReferenceSession>> ReferenceSession::create(const Shape
                                                                      const LayerConfig& config,
                                                                      const ReferenceOptions& options, bool write_y) {
   if (!exchange) return invalid_argument("exchange is null");
-  return wire(DeviceProblem::create(shape, routing, data, *exchange, problem_options(config, write_y)), shape,
-              std::move(exchange), config, options);
+  auto problem = DeviceProblem::create(shape, routing, data, *exchange, problem_options(config, write_y));
+  return wire(std::move(problem), shape, std::move(exchange), config, options);
 }
 
 StatusOr<std::unique_ptr<ReferenceSession>> ReferenceSession::wire(StatusOr<std::unique_ptr<DeviceProblem>> problem,
