@@ -14,6 +14,7 @@ const char* to_string(ErrorCode code) {
     case ErrorCode::kDeviceFault: return "DeviceFault";
     case ErrorCode::kNotImplemented: return "NotImplemented";
     case ErrorCode::kIoError: return "IoError";
+    case ErrorCode::kOutOfMemory: return "OutOfMemory";
     case ErrorCode::kInternal: return "Internal";
   }
   return "Unknown";

@@ -64,6 +64,12 @@ struct OracleOutputs {
   std::vector<double> dws_gate_mag, dws_up_mag, dws_down_mag;
 };
 
+// Upper estimate of the host bytes a whole oracle run takes (its fp64 inputs, outputs, scratch
+// and the output tensors; not the LayerData it starts from, see problem_host_bytes). Callers
+// check it with require_host_bytes before building inputs, so a problem too large for the
+// machine fails at once with the amount instead of a std::bad_alloc after minutes.
+int64_t oracle_host_bytes(const Shape& shape, bool backward, const OracleOptions& options);
+
 // Builds oracle inputs from seeded data and routing (bf16 values widened to double).
 OracleInputs make_oracle_inputs(const LayerData& data, const Routing& routing);
 

@@ -23,6 +23,7 @@ enum class ErrorCode {
   kDeviceFault,        // a kernel found bad data (names task, rank and index)
   kNotImplemented,
   kIoError,
+  kOutOfMemory,        // the machine has too little (host) memory for a valid problem: says how much is needed
   kInternal,
 };
 

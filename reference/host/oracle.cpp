@@ -215,6 +215,20 @@ OracleInputs make_oracle_inputs(const LayerData& data, const Routing& routing) {
   return in;
 }
 
+int64_t oracle_host_bytes(const Shape& s, bool backward, const OracleOptions& options) {
+  const int64_t N = s.tokens_global(), H = s.H, F = s.F, k = s.k, EFH = s.E * s.F * s.H, FsH = s.Fs * s.H;
+  int64_t doubles = 2 * N * H + 3 * EFH + 3 * FsH + N * k;  // inputs
+  doubles += N * H + N * k * H;                             // out, y
+  doubles += N * (3 * H + 6 * std::max(F, s.Fs));           // one expert's (or the shared expert's) scratch, rows <= N
+  int64_t tensor_bytes = 2 * (N * H + N * k * H);
+  if (backward) {
+    doubles += N * H + N * k * H + N * k + 3 * EFH + 3 * FsH + N * H;  // d_x, per-slot d_x, d_topk_w, dW, shared d_x
+    if (options.weight_grad_magnitudes) doubles += 3 * EFH + 3 * FsH;
+    tensor_bytes += 2 * N * H + 4 * N * k + 4 * (3 * EFH + 3 * FsH);
+  }
+  return 8 * doubles + tensor_bytes;
+}
+
 StatusOr<OracleOutputs> run_oracle(const OracleInputs& in, const OracleOptions& options) {
   DETMOE_RETURN_IF_ERROR(oracle_detail::validate_oracle_inputs(in, options));
   try {

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "detmoe/data.h"
+#include "detmoe/host_memory.h"
 #include "detmoe/oracle.h"
 #include "detmoe/device_problem.h"
 #include "detmoe/layer.h"
@@ -24,9 +25,10 @@ std::string cpu_platform() {
 }
 
 StatusOr<std::vector<NamedTensor>> run_oracle_problem(const HostProblem& p) {
-  const OracleInputs in = make_oracle_inputs(p.data, p.routing);
   OracleOptions opt;
   opt.grad_precision = p.grad_precision;
+  DETMOE_RETURN_IF_ERROR(require_host_bytes(oracle_host_bytes(p.shape, p.backward(), opt), "the CPU oracle of " + p.shape.to_string()));
+  const OracleInputs in = make_oracle_inputs(p.data, p.routing);
   auto out = run_oracle(in, opt);
   if (!out.ok()) return out.status();
   return oracle_output_tensors(*out, p.shape, opt);
