@@ -20,6 +20,7 @@
 #include "detmoe/report.h"
 #include "gate_performance.h"
 #include "golden/golden.h"
+#include "golden_run.h"
 #include "impl_registry.h"
 
 namespace detmoe::cli {
@@ -71,37 +72,20 @@ void run_golden(Gate& g, const json& spec, const std::string& base_dir) {
     for (const auto& c : cases) {
       if (std::find(c.impls.begin(), c.impls.end(), impl_name) == c.impls.end()) continue;
       const auto t0 = std::chrono::steady_clock::now();
-      auto rec = std::find_if(file->cases.begin(), file->cases.end(), [&](const auto& r) { return r.name == c.name; });
-      report::CheckResult check{"golden/" + impl_name + "/" + c.name, report::CheckTarget::cpu(), report::Verdict::kPass, "", {}, 0};
-      if (rec == file->cases.end()) {
-        check.verdict = report::Verdict::kFail;
-        check.detail = "case not recorded";
-      } else {
-        auto outs = golden::make_case_problem(c).value();
-        auto fresh = impl->run(outs);
-        if (!fresh.ok()) {
-          check.verdict = report::Verdict::kFail;
-          check.detail = "could not run: " + fresh.status().to_string();
-        } else {
-          const auto diffs = golden::compare_case(*rec, *fresh, store, impl_name, platform);
-          check.detail = fmt::format("{} outputs bitwise equal", fresh->size());
-          if (!diffs.empty()) {
-            check.verdict = report::Verdict::kFail;
-            check.detail.clear();
-            for (const auto& d : diffs) check.detail += fmt::format("{}{}: {}", check.detail.empty() ? "" : "; ", d.output, d.summary);
-          }
-          for (const auto& t : *fresh) {
-            report::GoldenResult gr;
-            gr.case_name = c.name;
-            gr.output = t.name;
-            gr.actual_hash = t.hash().hex();
-            auto r = std::find_if(rec->outputs.begin(), rec->outputs.end(), [&](const auto& o) { return o.name == t.name; });
-            gr.expected_hash = r == rec->outputs.end() ? "" : r->hash;
-            gr.match = gr.expected_hash == gr.actual_hash;
-            g.report.golden.push_back(std::move(gr));
-          }
-        }
+      // The same per-case check as `golden check` (golden::check_case, both ways).
+      const GoldenCaseRun run = run_golden_case(*impl, c, *file, store);
+      for (const golden::OutputVerdict& o : run.verdict.outputs) {
+        report::GoldenResult gr;
+        gr.case_name = c.name;
+        gr.output = o.output;
+        gr.expected_hash = o.expected_hash;
+        gr.actual_hash = o.actual_hash;
+        gr.match = o.match;
+        g.report.golden.push_back(std::move(gr));
       }
+      report::CheckResult check{"golden/" + impl_name + "/" + c.name, report::CheckTarget::cpu(),
+                                run.outcome == GoldenOutcome::kPass ? report::Verdict::kPass : report::Verdict::kFail,
+                                run.detail, {}, 0};
       check.duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       g.add(std::move(check));
     }
