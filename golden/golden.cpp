@@ -122,8 +122,11 @@ StatusOr<HashFile> read_hash_file(const std::string& path) {
         r.hash = o.at("xxh3_128").get<std::string>();
         r.chunk_bytes = o.at("chunk_bytes").get<int64_t>();
         r.chunk_hashes = o.at("chunks").get<std::vector<std::string>>();
+        if (std::any_of(cr.outputs.begin(), cr.outputs.end(), [&](const OutputRecord& o) { return o.name == r.name; }))
+          return invalid_argument(fmt::format("{}: case {} records output {} twice", path, cr.name, r.name));
         cr.outputs.push_back(std::move(r));
       }
+      if (find_case(f, cr.name) != nullptr) return invalid_argument(fmt::format("{}: case {} is recorded twice", path, cr.name));
       f.cases.push_back(std::move(cr));
     }
   } catch (const json::exception& e) {
@@ -178,15 +181,15 @@ StatusOr<NamedTensor> load_stored_tensor(const std::string& dir, const std::stri
   return t;
 }
 
-std::vector<Difference> compare_case(const CaseRecord& recorded, const std::vector<NamedTensor>& fresh,
+namespace {
+
+// Bits, shape and dtype of each recorded output that was produced; check_case adds the rest.
+std::vector<Difference> compare_recorded(const CaseRecord& recorded, const std::vector<NamedTensor>& fresh,
                                      const std::string& store_dir, const std::string& impl, const std::string& platform) {
   std::vector<Difference> diffs;
   for (const OutputRecord& rec : recorded.outputs) {
     auto it = std::find_if(fresh.begin(), fresh.end(), [&](const NamedTensor& t) { return t.name == rec.name; });
-    if (it == fresh.end()) {
-      diffs.push_back({recorded.name, rec.name, "output is recorded but was not produced"});
-      continue;
-    }
+    if (it == fresh.end()) continue;  // check_case reports it
     const NamedTensor& t = *it;
     if (t.shape != rec.shape || to_string(t.dtype) != rec.dtype) {
       diffs.push_back({recorded.name, rec.name,
@@ -229,6 +232,53 @@ std::vector<Difference> compare_case(const CaseRecord& recorded, const std::vect
                                  rec.chunk_hashes.size())});
   }
   return diffs;
+}
+
+}  // namespace
+
+const CaseRecord* find_case(const HashFile& file, const std::string& name) {
+  auto it = std::find_if(file.cases.begin(), file.cases.end(), [&](const CaseRecord& r) { return r.name == name; });
+  return it == file.cases.end() ? nullptr : &*it;
+}
+
+std::string CaseVerdict::summary() const {
+  if (pass()) return fmt::format("{} recorded outputs bitwise equal", matched);
+  std::string s;
+  for (const Difference& d : differences) s += fmt::format("{}{}{}{}", s.empty() ? "" : "; ", d.output, d.output.empty() ? "" : ": ", d.summary);
+  return s;
+}
+
+CaseVerdict check_case(const std::string& case_name, const CaseRecord* recorded, const std::vector<NamedTensor>& fresh,
+                       const std::string& store_dir, const std::string& impl, const std::string& platform) {
+  CaseVerdict v;
+  v.case_name = case_name;
+  if (recorded == nullptr) {
+    v.differences.push_back({case_name, "", fmt::format("case not recorded for {} on {}", impl, platform)});
+    for (const NamedTensor& t : fresh) v.outputs.push_back({t.name, "", t.hash().hex(), false});
+    return v;
+  }
+  v.recorded = static_cast<int>(recorded->outputs.size());
+  if (recorded->outputs.empty())
+    v.differences.push_back({case_name, "", "case recorded with no outputs: nothing to compare (record it again)"});
+  const std::vector<Difference> changed = compare_recorded(*recorded, fresh, store_dir, impl, platform);
+  for (const OutputRecord& rec : recorded->outputs) {
+    auto it = std::find_if(fresh.begin(), fresh.end(), [&](const NamedTensor& t) { return t.name == rec.name; });
+    OutputVerdict o{rec.name, rec.hash, it == fresh.end() ? "" : it->hash().hex(), false};
+    const bool differs = std::any_of(changed.begin(), changed.end(), [&](const Difference& d) { return d.output == rec.name; });
+    o.match = it != fresh.end() && !differs;
+    if (it == fresh.end()) v.differences.push_back({case_name, rec.name, "output is recorded but was not produced"});
+    if (o.match) ++v.matched;
+    v.outputs.push_back(std::move(o));
+  }
+  v.differences.insert(v.differences.end(), changed.begin(), changed.end());
+  for (const NamedTensor& t : fresh) {
+    const bool is_recorded = std::any_of(recorded->outputs.begin(), recorded->outputs.end(),
+                                         [&](const OutputRecord& r) { return r.name == t.name; });
+    if (is_recorded) continue;
+    v.outputs.push_back({t.name, "", t.hash().hex(), false});
+    v.differences.push_back({case_name, t.name, "output was produced but is not recorded (record the case again)"});
+  }
+  return v;
 }
 
 }  // namespace detmoe::golden

@@ -71,8 +71,34 @@ struct Difference {
   std::string summary;  // one line: first differing element (index, both values) and the count
 };
 
-// Compares one case's fresh outputs with the record. `store_dir` may be empty.
-std::vector<Difference> compare_case(const CaseRecord& recorded, const std::vector<NamedTensor>& fresh,
-                                     const std::string& store_dir, const std::string& impl, const std::string& platform);
+// One output of a case as judged: recorded, produced, or both. An empty hash means "absent".
+struct OutputVerdict {
+  std::string output;
+  std::string expected_hash, actual_hash;
+  bool match = false;
+};
+
+// The verdict on one case. Symmetric on purpose: a check that looked only at the recorded outputs
+// passed a record that holds none, or only some, of what the implementation produces.
+struct CaseVerdict {
+  std::string case_name;
+  int recorded = 0;  // outputs in the record
+  int matched = 0;   // recorded outputs produced with the recorded bits
+  std::vector<OutputVerdict> outputs;    // the recorded ones in record order, then the unrecorded
+  std::vector<Difference> differences;   // empty exactly when the case passes
+  bool pass() const { return differences.empty(); }
+  // "7 recorded outputs bitwise equal", or the differences joined with "; ".
+  std::string summary() const;
+};
+
+// The record of `name` in `file`, or nullptr.
+const CaseRecord* find_case(const HashFile& file, const std::string& name);
+
+// THE per-case check of `golden check`, `gate` and `accept`: fails on every recorded output not
+// produced, every produced output not recorded, every change of shape, dtype or bits, a case
+// recorded with no outputs, and a case not recorded at all (`recorded` null). `store_dir` may be
+// empty; with it, changed bits are reported with the first differing element and both values.
+CaseVerdict check_case(const std::string& case_name, const CaseRecord* recorded, const std::vector<NamedTensor>& fresh,
+                       const std::string& store_dir, const std::string& impl, const std::string& platform);
 
 }  // namespace detmoe::golden

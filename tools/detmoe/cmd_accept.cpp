@@ -24,6 +24,7 @@
 #include "commands.h"
 #include "data_paths.h"
 #include "golden/golden.h"
+#include "golden_run.h"
 #include "gpu_inventory.h"
 #include "impl_registry.h"
 
@@ -85,35 +86,33 @@ void golden_check_on_gpu(Verdicts& v, int gpu) {
   }
   cudaSetDevice(gpu);
   const std::string platform = impl->platform();
-  auto file = golden::read_hash_file(golden::hash_file_path(data_path("golden/hashes"), "reference", platform));
+  // Acceptance follows DCGM: a check that applies but could not run is a Fail (severity config).
+  auto file = load_recorded_hashes(data_path("golden/hashes"), "reference", platform);
   if (!file.ok()) {
-    v.add({"golden/reference", CheckTarget::gpu(gpu), Verdict::kFail,
-           fmt::format("no recorded hashes for platform {} ({})", platform, file.status().message()), report::Severity::kConfig, 0});
+    v.add({"golden/reference", CheckTarget::gpu(gpu), Verdict::kFail, file.status().message(), report::Severity::kConfig, 0});
     return;
   }
-  int cases = 0;
+  int cases = 0, outputs = 0;
+  bool ran_and_failed = false;
   std::vector<std::string> problems;
   for (const auto& gc : golden::load_cases(data_path("golden/cases.json")).value()) {
     if (std::find(gc.impls.begin(), gc.impls.end(), "reference") == gc.impls.end()) continue;
-    auto rec = std::find_if(file->cases.begin(), file->cases.end(), [&](const auto& r) { return r.name == gc.name; });
-    if (rec == file->cases.end()) {
-      problems.push_back(gc.name + " not recorded");
+    // The same per-case check as `golden check` and `gate` (golden::check_case, both ways).
+    const GoldenCaseRun run = run_golden_case(*impl, gc, *file, "");
+    if (run.outcome == GoldenOutcome::kPass) {
+      ++cases;
+      outputs += run.verdict.matched;
       continue;
     }
-    auto outs = impl->run(golden::make_case_problem(gc).value());
-    if (!outs.ok()) {
-      problems.push_back(gc.name + ": could not run: " + outs.status().to_string());
-      continue;
-    }
-    for (const auto& d : golden::compare_case(*rec, *outs, "", "reference", platform))
-      problems.push_back(fmt::format("{} {}: {}", d.case_name, d.output, d.summary));
-    ++cases;
+    ran_and_failed |= run.outcome == GoldenOutcome::kFail;
+    problems.push_back(fmt::format("{}: {}", gc.name, run.detail));
   }
+  if (problems.empty() && cases == 0) problems.push_back("no golden case lists the reference");
   if (problems.empty()) {
-    c.detail = fmt::format("{} cases bitwise equal to the hashes recorded for {}", cases, platform);
+    c.detail = fmt::format("{} cases, {} recorded outputs bitwise equal to the hashes recorded for {}", cases, outputs, platform);
   } else {
     c.verdict = Verdict::kFail;
-    c.severity = report::Severity::kTriage;
+    c.severity = ran_and_failed ? report::Severity::kTriage : report::Severity::kConfig;
     c.detail = fmt::format("{} problems: {}", problems.size(), fmt::join(problems, "; "));
   }
   c.duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -1,135 +1,157 @@
 // detmoe gate --baseline FILE: the CI gate for a kernel change. Three kinds of checks, each
-// listed in the baseline file (ci/gate-baseline.json is the project's):
-//   golden      every output's bits against the recorded hashes (first differing element)
+// listed in the baseline file (ci/gate-baseline.json is the project's; gate_baseline.h has the
+// format, read strictly: an unknown key, a wrong type, an empty list or a baseline that selects
+// no check is a usage error, exit 2 — it must never come out as "0 checks, PASS"):
+//   golden      every output's bits against the recorded hashes, both ways: an output produced
+//               but not recorded, or recorded but not produced, fails (golden::check_case)
 //   accuracy    an implementation against the oracle within the docs/NUMERICS.md tolerance
 //   performance benchmark medians against stored ones; a slowdown counts only when every
-//               one of `repeats` fresh measurements is slower than the threshold allows
-// Exit 0 all passed, 1 any failed, 3 the gate could not run. A run report (detmoe.run/1) is
-// written with --report.
+//               one of `repeats` fresh measurements is slower than the threshold allows; each
+//               run of a suite is killed (its process group) after `timeout_s`
+// A check that could not run here (no CUDA device, no hash file for this platform, no
+// benchmark binary or stored medians, a suite that timed out) is a Skip, "could not run: ...",
+// not a Fail, so `git bisect run` (ci/bisect.sh) skips the commit instead of blaming it.
+// Exit: 1 when any check that ran failed (even if others could not run: both are printed),
+// else 3 when any could not run, else 0 when at least one check passed; 2 usage errors.
+// --report FILE is written as the gate goes (state "running"), "finished" at the end, and
+// "aborted" after SIGINT/SIGTERM (taken between checks; a second signal stops at once).
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <chrono>
-#include <filesystem>
-#include <fstream>
+#include <csignal>
+#include <optional>
 
 #include "commands.h"
-#include "data_paths.h"
 #include "detmoe/compare.h"
+#include "detmoe/output_file.h"
 #include "detmoe/report.h"
+#include "gate_baseline.h"
 #include "gate_performance.h"
 #include "golden/golden.h"
+#include "golden_run.h"
 #include "impl_registry.h"
 
 namespace detmoe::cli {
 namespace {
 
-using nlohmann::json;
-
 struct GateArgs {
   std::string baseline;
   std::string report_path;
+  bool validate_only = false;
   std::vector<std::string> argv;
 };
 
-std::string resolve(const std::string& base_dir, const std::string& p) {
-  if (p.empty() || p.front() == '/') return p;
-  return base_dir + "/" + p;
+// The first SIGINT/SIGTERM: stop between checks (and kill a running benchmark's process group),
+// then mark the report "aborted". A second one: remove half-written files and die at once.
+volatile std::sig_atomic_t g_stop_signal = 0;
+
+extern "C" void on_stop_signal(int sig) {
+  if (g_stop_signal != 0) {
+    remove_inflight_output_files();
+    std::signal(sig, SIG_DFL);
+    std::raise(sig);
+    return;
+  }
+  g_stop_signal = sig;
 }
 
+void install_stop_handlers() {
+  struct sigaction sa {};
+  sa.sa_handler = on_stop_signal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
+
+bool stopping() { return g_stop_signal != 0; }
+
+std::string could_not_run(const std::string& why) { return "could not run: " + why; }
+
 struct Gate {
-  report::RunReport report;
-  std::string report_path;
-  bool failed = false;
+  std::optional<report::RunReportWriter> writer;
+  report::RunReport report;  // without --report
+  int passed = 0, failed = 0, skipped = 0;
 
   void add(report::CheckResult c) {
-    failed |= c.verdict == report::Verdict::kFail;
+    // In the gate a Skip is always a check that could not run here (nothing is "not applicable").
+    switch (c.verdict) {
+      case report::Verdict::kFail: ++failed; break;
+      case report::Verdict::kSkip: ++skipped; break;
+      default: ++passed; break;
+    }
     fmt::print("{:<4} {:<40} {}\n", report::to_string(c.verdict), c.name, c.detail);
-    report.checks.push_back(std::move(c));
+    std::fflush(stdout);
+    if (writer) throw_if_error(writer->add_check(std::move(c)));
+    else report.checks.push_back(std::move(c));
+  }
+  void add_golden(report::GoldenResult r) {
+    if (writer) throw_if_error(writer->add_golden(std::move(r)));
+    else report.golden.push_back(std::move(r));
   }
 };
 
-void run_golden(Gate& g, const json& spec, const std::string& base_dir) {
-  const std::string cases_path = resolve(base_dir, spec.value("cases", data_path("golden/cases.json")));
-  const std::string hashes_dir = resolve(base_dir, spec.value("hashes", data_path("golden/hashes")));
-  const std::string store = resolve(base_dir, spec.value("store", std::string()));
-  const auto cases = golden::load_cases(cases_path).value();
-  for (const std::string& impl_name : spec.at("impls").get<std::vector<std::string>>()) {
-    auto impl = find_impl(impl_name);
-    if (!impl.ok()) {
-      g.add({"golden/" + impl_name, report::CheckTarget::cpu(), report::Verdict::kFail, impl.status().message(), {}, 0});
+void run_golden(Gate& g, const GoldenGateSpec& spec) {
+  for (const std::string& impl_name : spec.impls) {
+    const ImplEntry impl = find_impl(impl_name).value();  // known: the baseline reader checked
+    std::vector<golden::GoldenCase> cases;
+    for (const auto& c : spec.cases)
+      if (std::find(c.impls.begin(), c.impls.end(), impl_name) != c.impls.end()) cases.push_back(c);
+    if (const std::string why = why_impl_cannot_run(impl); !why.empty()) {
+      g.add({"golden/" + impl_name, report::CheckTarget::cpu(), report::Verdict::kSkip,
+             could_not_run(fmt::format("{} ({} cases not checked)", why, cases.size())), {}, 0});
       continue;
     }
-    const std::string platform = impl->platform();
-    auto file = golden::read_hash_file(golden::hash_file_path(hashes_dir, impl_name, platform));
+    const std::string platform = impl.platform();
+    auto file = load_recorded_hashes(spec.hashes_dir, impl_name, platform);
     if (!file.ok()) {
-      g.add({"golden/" + impl_name, report::CheckTarget::cpu(), report::Verdict::kFail,
-             fmt::format("no recorded hashes for platform {}: {}", platform, file.status().message()), {}, 0});
+      g.add({"golden/" + impl_name, report::CheckTarget::cpu(), report::Verdict::kSkip,
+             could_not_run(fmt::format("{} ({} cases not checked)", file.status().message(), cases.size())), {}, 0});
       continue;
     }
     for (const auto& c : cases) {
-      if (std::find(c.impls.begin(), c.impls.end(), impl_name) == c.impls.end()) continue;
+      if (stopping()) return;
       const auto t0 = std::chrono::steady_clock::now();
-      auto rec = std::find_if(file->cases.begin(), file->cases.end(), [&](const auto& r) { return r.name == c.name; });
-      report::CheckResult check{"golden/" + impl_name + "/" + c.name, report::CheckTarget::cpu(), report::Verdict::kPass, "", {}, 0};
-      if (rec == file->cases.end()) {
-        check.verdict = report::Verdict::kFail;
-        check.detail = "case not recorded";
-      } else {
-        auto fresh = impl->run(runnable_problem(*impl, golden::make_case_problem(c).value()));
-        if (!fresh.ok()) {
-          check.verdict = report::Verdict::kFail;
-          check.detail = "could not run: " + fresh.status().to_string();
-        } else {
-          const auto diffs = golden::compare_case(*rec, *fresh, store, impl_name, platform);
-          check.detail = fmt::format("{} outputs bitwise equal", fresh->size());
-          if (!diffs.empty()) {
-            check.verdict = report::Verdict::kFail;
-            check.detail.clear();
-            for (const auto& d : diffs) check.detail += fmt::format("{}{}: {}", check.detail.empty() ? "" : "; ", d.output, d.summary);
-          }
-          for (const auto& t : *fresh) {
-            report::GoldenResult gr;
-            gr.case_name = c.name;
-            gr.output = t.name;
-            gr.actual_hash = t.hash().hex();
-            auto r = std::find_if(rec->outputs.begin(), rec->outputs.end(), [&](const auto& o) { return o.name == t.name; });
-            gr.expected_hash = r == rec->outputs.end() ? "" : r->hash;
-            gr.match = gr.expected_hash == gr.actual_hash;
-            g.report.golden.push_back(std::move(gr));
-          }
-        }
+      const GoldenCaseRun run = run_golden_case(impl, c, *file, spec.store_dir);
+      for (const golden::OutputVerdict& o : run.verdict.outputs) {
+        report::GoldenResult gr;
+        gr.case_name = c.name;
+        gr.output = o.output;
+        gr.expected_hash = o.expected_hash;
+        gr.actual_hash = o.actual_hash;
+        gr.match = o.match;
+        g.add_golden(std::move(gr));
       }
-      check.duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      g.add(std::move(check));
+      const report::Verdict verdict = run.outcome == GoldenOutcome::kPass   ? report::Verdict::kPass
+                                      : run.outcome == GoldenOutcome::kFail ? report::Verdict::kFail
+                                                                            : report::Verdict::kSkip;
+      g.add({"golden/" + impl_name + "/" + c.name, report::CheckTarget::cpu(), verdict, run.detail, {},
+             std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()});
     }
   }
 }
 
-void run_accuracy(Gate& g, const json& spec, const std::string& base_dir) {
-  const std::string cases_path = resolve(base_dir, spec.value("cases_file", data_path("golden/cases.json")));
-  const auto all = golden::load_cases(cases_path).value();
-  const auto names = spec.at("cases").get<std::vector<std::string>>();
+void run_accuracy(Gate& g, const AccuracyGateSpec& spec) {
   const ImplEntry oracle = find_impl("oracle").value();
-  for (const std::string& impl_name : spec.at("impls").get<std::vector<std::string>>()) {
-    auto impl = find_impl(impl_name);
-    for (const std::string& name : names) {
+  for (const std::string& impl_name : spec.impls) {
+    const ImplEntry impl = find_impl(impl_name).value();
+    if (const std::string why = why_impl_cannot_run(impl); !why.empty()) {
+      g.add({"accuracy/" + impl_name, report::CheckTarget::cpu(), report::Verdict::kSkip,
+             could_not_run(fmt::format("{} ({} cases not checked)", why, spec.cases.size())), {}, 0});
+      continue;
+    }
+    for (const golden::GoldenCase& c : spec.cases) {
+      if (stopping()) return;
       const auto t0 = std::chrono::steady_clock::now();
-      report::CheckResult check{"accuracy/" + impl_name + "/" + name, report::CheckTarget::cpu(), report::Verdict::kPass, "", {}, 0};
-      auto c = std::find_if(all.begin(), all.end(), [&](const auto& x) { return x.name == name; });
-      if (!impl.ok() || c == all.end()) {
-        check.verdict = report::Verdict::kFail;
-        check.detail = !impl.ok() ? impl.status().message() : fmt::format("case {} is not in {}", name, cases_path);
-        g.add(std::move(check));
-        continue;
-      }
-      const HostProblem problem = runnable_problem(*impl, golden::make_case_problem(*c).value());
-      auto got = impl->run(problem);
+      report::CheckResult check{"accuracy/" + impl_name + "/" + c.name, report::CheckTarget::cpu(), report::Verdict::kPass, "", {}, 0};
+      const HostProblem problem = runnable_problem(impl, golden::make_case_problem(c).value());
+      auto got = impl.run(problem);
       auto ref = oracle.run(problem);
       if (!got.ok() || !ref.ok()) {
-        check.verdict = report::Verdict::kFail;
-        check.detail = "could not run: " + (!got.ok() ? got.status() : ref.status()).to_string();
+        const Status& s = !got.ok() ? got.status() : ref.status();
+        check.verdict = could_not_run_here(s) ? report::Verdict::kSkip : report::Verdict::kFail;
+        check.detail = (check.verdict == report::Verdict::kSkip ? "could not run: " : "run failed: ") + s.to_string();
       } else {
         double worst = 0;
         for (const CompareResult& r : compare_all_with_tolerance(*got, *ref)) {
@@ -150,36 +172,52 @@ void run_accuracy(Gate& g, const json& spec, const std::string& base_dir) {
 }
 
 int run_gate(const GateArgs& a) {
-  std::ifstream f(a.baseline);
-  if (!f) throw Error({ErrorCode::kIoError, fmt::format("cannot open --baseline {}", a.baseline)});
-  json spec;
-  try {
-    spec = json::parse(f);
-  } catch (const json::exception& e) {
-    throw Error(invalid_argument(fmt::format("--baseline {} is not JSON: {}", a.baseline, e.what())));
+  auto loaded = load_gate_baseline(a.baseline);
+  if (!loaded.ok()) throw Error(loaded.status());
+  const GateBaseline& baseline = *loaded;
+  if (a.validate_only) {
+    fmt::print("--baseline {} is valid: golden {}, accuracy {}, {} performance suites\n", a.baseline,
+               baseline.golden ? fmt::format("[{}]", fmt::join(baseline.golden->impls, ", ")) : "none",
+               baseline.accuracy ? fmt::format("[{}] on {} cases", fmt::join(baseline.accuracy->impls, ", "), baseline.accuracy->cases.size())
+                                 : "none",
+               baseline.suites.size());
+    return kExitOk;
   }
-  if (spec.value("schema", "") != "detmoe.gate-baseline/1")
-    throw Error(invalid_argument(fmt::format("--baseline {}: schema must be \"detmoe.gate-baseline/1\"", a.baseline)));
-  const std::string base_dir = std::filesystem::absolute(a.baseline).parent_path().string();
 
   Gate g;
-  g.report.run = report::current_run_info("gate", a.argv);
-  try {
-    if (spec.contains("golden")) run_golden(g, spec["golden"], base_dir);
-    if (spec.contains("accuracy")) run_accuracy(g, spec["accuracy"], base_dir);
-    if (spec.contains("performance")) {
-      for (auto& c : run_performance_checks(spec["performance"], base_dir)) g.add(std::move(c));
-    }
-  } catch (const json::exception& e) {
-    throw Error(invalid_argument(fmt::format("--baseline {}: {}", a.baseline, e.what())));
+  report::RunReport initial;
+  initial.run = report::current_run_info("gate", a.argv);
+  if (!a.report_path.empty()) g.writer = report::RunReportWriter::open(a.report_path, initial).value();
+  else g.report = initial;
+  install_stop_handlers();
+
+  if (baseline.golden && !stopping()) run_golden(g, *baseline.golden);
+  if (baseline.accuracy && !stopping()) run_accuracy(g, *baseline.accuracy);
+  if (!baseline.suites.empty() && !stopping())
+    run_performance_checks(baseline.suites, &g_stop_signal, [&](report::CheckResult c) { g.add(std::move(c)); });
+
+  const int sig = g_stop_signal;
+  if (g.writer) throw_if_error(g.writer->finish(sig ? report::RunState::kAborted : report::RunState::kFinished));
+  const int total = g.passed + g.failed + g.skipped;
+  if (sig) {
+    fmt::print("gate: interrupted by signal {} after {} checks ({} failed, {} could not run){}\n", sig, total, g.failed,
+               g.skipped, a.report_path.empty() ? "" : "; report marked aborted: " + a.report_path);
+    std::fflush(stdout);
+    std::signal(sig, SIG_DFL);
+    std::raise(sig);
+    return kExitCouldNotRun;  // if the signal is blocked
   }
-  g.report.run.state = report::RunState::kFinished;
-  g.report.run.finished_at = report::utc_now_iso8601();
-  if (!a.report_path.empty()) throw_if_error(report::save_run_report(a.report_path, g.report));
-  const auto n_fail = std::count_if(g.report.checks.begin(), g.report.checks.end(),
-                                    [](const auto& c) { return c.verdict == report::Verdict::kFail; });
-  fmt::print("gate: {} checks, {} failed: {}\n", g.report.checks.size(), n_fail, g.failed ? "FAIL" : "PASS");
-  return g.failed ? kExitCheckFailed : kExitOk;
+  // Order matters: wrong bits are reported as a failure even when another check could not run.
+  const char* verdict = g.failed ? "FAIL" : g.skipped ? "COULD NOT RUN" : g.passed ? "PASS" : "NOTHING CHECKED";
+  fmt::print("gate: {} checks, {} passed, {} failed, {} could not run: {}\n", total, g.passed, g.failed, g.skipped, verdict);
+  if (!a.report_path.empty()) fmt::print("report: {}\n", a.report_path);
+  if (g.failed) return kExitCheckFailed;
+  if (g.skipped) return kExitCouldNotRun;
+  if (g.passed == 0) {
+    fmt::print(stderr, "detmoe: --baseline {} yielded no check: a gate that checked nothing cannot pass\n", a.baseline);
+    return kExitUsage;
+  }
+  return kExitOk;
 }
 
 }  // namespace
@@ -188,9 +226,11 @@ void add_gate_command(CLI::App& app, Action& run) {
   auto args = std::make_shared<GateArgs>();
   CLI::App* cmd = app.add_subcommand("gate", "CI gate for kernel changes: golden bits + accuracy + performance vs a baseline file");
   cmd->add_option("--baseline", args->baseline, "gate specification (schema detmoe.gate-baseline/1)")->required();
-  cmd->add_option("--report", args->report_path, "write a run report (detmoe.run/1)");
+  cmd->add_option("--report", args->report_path, "write a run report (detmoe.run/1) as the gate goes");
+  cmd->add_flag("--validate-only", args->validate_only, "read the baseline strictly and stop (exit 0 valid, 2 refused)");
   cmd->callback([args, &run] {
     args->argv = {"detmoe", "gate", "--baseline", args->baseline};
+    if (!args->report_path.empty()) args->argv.insert(args->argv.end(), {"--report", args->report_path});
     run = [args] { return run_gate(*args); };
   });
 }

@@ -1,12 +1,21 @@
 // detmoe golden record | check: golden hashes of fixed cases per (implementation, platform).
+//   record  runs the selected cases and merges them into the hash file: a record of some cases
+//           (--case) keeps every other recorded case; a record of all cases drops the cases the
+//           cases file no longer lists, and says so.
+//   check   runs the selected cases and judges each with golden::check_case (symmetric: every
+//           output recorded and produced, with the recorded bits). Exit 1 when a case that ran
+//           differs, else 3 when one could not run here (no hash file for this platform, no CUDA
+//           device), else 0. A --case the cases file lacks for --impl is a usage error (2).
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 
 #include "commands.h"
 #include "data_paths.h"
 #include "golden/golden.h"
+#include "golden_run.h"
 #include "impl_registry.h"
 
 namespace detmoe::cli {
@@ -20,24 +29,55 @@ struct GoldenArgs {
   std::vector<std::string> only;
 };
 
-std::vector<golden::GoldenCase> selected_cases(const GoldenArgs& a) {
+bool contains(const std::vector<std::string>& v, const std::string& s) { return std::find(v.begin(), v.end(), s) != v.end(); }
+
+// Every case of the cases file recorded for --impl, in file order.
+std::vector<golden::GoldenCase> impl_cases(const GoldenArgs& a) {
   std::vector<golden::GoldenCase> all = golden::load_cases(a.cases_path).value(), out;
-  for (auto& c : all) {
-    if (std::find(c.impls.begin(), c.impls.end(), a.impl) == c.impls.end()) continue;
-    if (!a.only.empty() && std::find(a.only.begin(), a.only.end(), c.name) == a.only.end()) continue;
-    out.push_back(std::move(c));
-  }
+  for (auto& c : all)
+    if (contains(c.impls, a.impl)) out.push_back(std::move(c));
   if (out.empty()) throw Error(invalid_argument(fmt::format("no golden case in {} selects --impl {}", a.cases_path, a.impl)));
+  return out;
+}
+
+// `cases` narrowed to --case; a name that is not among them is a usage error naming it.
+std::vector<golden::GoldenCase> selected(const GoldenArgs& a, const std::vector<golden::GoldenCase>& cases) {
+  for (const std::string& name : a.only)
+    if (std::none_of(cases.begin(), cases.end(), [&](const auto& c) { return c.name == name; }))
+      throw Error(invalid_argument(fmt::format("--case {} is not a case of {} for --impl {}", name, a.cases_path, a.impl)));
+  std::vector<golden::GoldenCase> out;
+  for (const auto& c : cases)
+    if (a.only.empty() || contains(a.only, c.name)) out.push_back(c);
   return out;
 }
 
 int record(const GoldenArgs& a) {
   const ImplEntry impl = find_impl(a.impl).value();
+  const std::vector<golden::GoldenCase> all = impl_cases(a), chosen = selected(a, all);
+  if (const std::string why = why_impl_cannot_run(impl); !why.empty()) {
+    fmt::print(stderr, "golden record: could not run: {}\n", why);
+    return kExitCouldNotRun;
+  }
   const std::string platform = impl.platform();
-  golden::HashFile file{a.impl, platform, {}};
-  for (const auto& c : selected_cases(a)) {
+  const std::string path = golden::hash_file_path(a.hashes_dir, a.impl, platform);
+  // The file is merged into, never silently replaced: an unreadable one stops the record.
+  golden::HashFile old{a.impl, platform, {}};
+  std::error_code ec;
+  if (std::filesystem::exists(path, ec)) {
+    auto existing = golden::read_hash_file(path);
+    if (!existing.ok())
+      throw Error({ErrorCode::kIoError, fmt::format("cannot merge into {}: {} (move it away to record from scratch)", path,
+                                                    existing.status().message())});
+    if (existing->impl != a.impl || existing->platform != platform)
+      throw Error({ErrorCode::kIoError, fmt::format("cannot merge into {}: it records impl {} on {}, not {} on {}", path,
+                                                    existing->impl, existing->platform, a.impl, platform)});
+    old = std::move(*existing);
+  }
+  std::vector<golden::CaseRecord> fresh;
+  for (const auto& c : chosen) {
     const auto t0 = std::chrono::steady_clock::now();
     const std::vector<NamedTensor> outs = impl.run(runnable_problem(impl, golden::make_case_problem(c).value())).value();
+    if (outs.empty()) throw Error({ErrorCode::kInternal, fmt::format("--impl {} produced no outputs for case {}", a.impl, c.name)});
     golden::CaseRecord rec{c.name, {}};
     for (const NamedTensor& t : outs) {
       rec.outputs.push_back(golden::make_output_record(t));
@@ -45,44 +85,74 @@ int record(const GoldenArgs& a) {
     }
     fmt::print("recorded {:<22} {} outputs ({:.2f} s)\n", c.name, outs.size(),
                std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-    file.cases.push_back(std::move(rec));
+    fresh.push_back(std::move(rec));
   }
-  const std::string path = golden::hash_file_path(a.hashes_dir, a.impl, platform);
+  // In the cases file's order: the fresh records, and the old ones of the cases not chosen.
+  golden::HashFile file{a.impl, platform, {}};
+  int kept = 0;
+  for (const auto& c : all) {
+    auto f = std::find_if(fresh.begin(), fresh.end(), [&](const auto& r) { return r.name == c.name; });
+    if (f != fresh.end()) {
+      file.cases.push_back(std::move(*f));
+    } else if (const golden::CaseRecord* o = golden::find_case(old, c.name)) {
+      file.cases.push_back(*o);
+      ++kept;
+    }
+  }
+  for (const golden::CaseRecord& o : old.cases) {
+    if (std::any_of(all.begin(), all.end(), [&](const auto& c) { return c.name == o.name; })) continue;
+    if (a.only.empty()) {
+      fmt::print("dropped  {:<22} no longer a case of {} for --impl {}\n", o.name, a.cases_path, a.impl);
+    } else {
+      fmt::print("kept     {:<22} not a case of {} for --impl {} (a record of all cases drops it)\n", o.name, a.cases_path, a.impl);
+      file.cases.push_back(o);
+      ++kept;
+    }
+  }
   throw_if_error(golden::write_hash_file(path, file));
-  fmt::print("wrote {}\n", path);
+  fmt::print("wrote {}: {} cases recorded now, {} kept as recorded before\n", path, chosen.size(), kept);
   return kExitOk;
 }
 
 int check(const GoldenArgs& a) {
   const ImplEntry impl = find_impl(a.impl).value();
-  const std::string platform = impl.platform();
-  const std::string path = golden::hash_file_path(a.hashes_dir, a.impl, platform);
-  auto file = golden::read_hash_file(path);
-  if (!file.ok()) {
-    fmt::print(stderr, "golden check: no recorded hashes for --impl {} on platform {}: {}\n", a.impl, platform,
-               file.status().message());
+  const std::vector<golden::GoldenCase> all = impl_cases(a), chosen = selected(a, all);
+  if (const std::string why = why_impl_cannot_run(impl); !why.empty()) {
+    fmt::print(stderr, "golden check: could not run: {}\n", why);
     return kExitCouldNotRun;
   }
-  int failed = 0, passed = 0;
-  for (const auto& c : selected_cases(a)) {
-    auto rec = std::find_if(file->cases.begin(), file->cases.end(), [&](const auto& r) { return r.name == c.name; });
-    if (rec == file->cases.end()) {
-      fmt::print("FAIL {:<22} not recorded in {}\n", c.name, path);
-      ++failed;
-      continue;
-    }
-    const std::vector<NamedTensor> outs = impl.run(runnable_problem(impl, golden::make_case_problem(c).value())).value();
-    const auto diffs = golden::compare_case(*rec, outs, a.store_dir, a.impl, platform);
-    if (diffs.empty()) {
-      fmt::print("PASS {:<22} {} outputs bitwise equal\n", c.name, outs.size());
-      ++passed;
-    } else {
-      ++failed;
-      for (const auto& d : diffs) fmt::print("FAIL {:<22} {:<9} {}\n", d.case_name, d.output, d.summary);
+  const std::string platform = impl.platform();
+  auto file = load_recorded_hashes(a.hashes_dir, a.impl, platform);
+  if (!file.ok()) {
+    fmt::print(stderr, "golden check: could not run: {}\n", file.status().message());
+    return kExitCouldNotRun;
+  }
+  for (const golden::CaseRecord& r : file->cases)
+    if (std::none_of(all.begin(), all.end(), [&](const auto& c) { return c.name == r.name; }))
+      fmt::print("note: case {} is recorded but {} no longer lists it for --impl {} (not checked)\n", r.name, a.cases_path, a.impl);
+  int failed = 0, passed = 0, could_not_run = 0;
+  for (const auto& c : chosen) {
+    const GoldenCaseRun r = run_golden_case(impl, c, *file, a.store_dir);
+    switch (r.outcome) {
+      case GoldenOutcome::kPass:
+        ++passed;
+        fmt::print("PASS {:<22} {}\n", c.name, r.detail);
+        break;
+      case GoldenOutcome::kCouldNotRun:
+        ++could_not_run;
+        fmt::print("SKIP {:<22} {}\n", c.name, r.detail);
+        break;
+      case GoldenOutcome::kFail:
+        ++failed;
+        if (r.verdict.differences.empty()) fmt::print("FAIL {:<22} {}\n", c.name, r.detail);
+        for (const auto& d : r.verdict.differences) fmt::print("FAIL {:<22} {:<9} {}\n", d.case_name, d.output, d.summary);
+        break;
     }
   }
-  fmt::print("golden check --impl {} on {}: {} passed, {} failed\n", a.impl, platform, passed, failed);
-  return failed ? kExitCheckFailed : kExitOk;
+  fmt::print("golden check --impl {} on {}: {} passed, {} failed, {} could not run\n", a.impl, platform, passed, failed,
+             could_not_run);
+  // A change of bits is reported as such even when other cases could not run.
+  return failed ? kExitCheckFailed : could_not_run ? kExitCouldNotRun : kExitOk;
 }
 
 }  // namespace
@@ -93,13 +163,14 @@ void add_golden_command(CLI::App& app, Action& run) {
   cmd->require_subcommand(1);
   for (const char* verb : {"record", "check"}) {
     CLI::App* sub = cmd->add_subcommand(verb, std::string(verb) == "record"
-                                                  ? "run the cases and write golden/hashes/<impl>.<platform>.json"
-                                                  : "run the cases and compare with the recorded hashes (exit 1 on any change)");
+                                                  ? "run the cases and merge them into golden/hashes/<impl>.<platform>.json"
+                                                  : "run the cases and compare with the recorded hashes (exit 1 on any change, "
+                                                    "3 when a case could not run here)");
     sub->add_option("--impl", args->impl, "oracle | reference | megakernel")->capture_default_str();
     sub->add_option("--cases", args->cases_path, "case definitions (default found in " + data_root_description() + ")")->capture_default_str();
     sub->add_option("--dir", args->hashes_dir, "folder of hash files")->capture_default_str();
     sub->add_option("--store", args->store_dir, "tensor store (record writes it, check reads it for element values)");
-    sub->add_option("--case", args->only, "only these cases");
+    sub->add_option("--case", args->only, "only these cases (record keeps the others' recorded hashes)");
     const bool is_record = std::string(verb) == "record";
     sub->callback([args, is_record, &run] { run = [args, is_record] { return is_record ? record(*args) : check(*args); }; });
   }

@@ -1,21 +1,20 @@
 #include "gate_performance.h"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
-#include <array>
-#include <cstdio>
+#include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <memory>
 
+#include "child_process.h"
 #include "data_paths.h"
 
 namespace detmoe::cli {
 namespace {
-
-namespace fs = std::filesystem;
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -23,20 +22,29 @@ double median(std::vector<double> v) {
   return n == 0 ? 0 : (n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]));
 }
 
-// Runs a command and returns its standard output; throws nothing, empty on failure.
-bool capture(const std::string& cmd, std::string& out) {
-  std::unique_ptr<FILE, int (*)(FILE*)> p(popen(cmd.c_str(), "r"), pclose);
-  if (!p) return false;
-  std::array<char, 4096> buf{};
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p.get())) > 0) out.append(buf.data(), n);
-  return pclose(p.release()) == 0;
+report::CheckResult could_not_run(const std::string& name, const std::string& why) {
+  return {"performance/" + name, report::CheckTarget::cpu(), report::Verdict::kSkip, "could not run: " + why, {}, 0};
 }
 
-std::string shell_quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
+std::string last_line(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
+  const size_t nl = s.rfind('\n');
+  return nl == std::string::npos ? s : s.substr(nl + 1);
+}
+
+// The stored medians, or why there are none usable.
+std::string read_stored(const std::string& path, std::vector<std::pair<std::string, double>>& stored) {
+  std::ifstream f(path);
+  if (!f) return fmt::format("cannot open stored results {}", path);
+  try {
+    stored = benchmark_medians(nlohmann::json::parse(f));
+  } catch (const nlohmann::json::exception& e) {
+    return fmt::format("stored results {} are not Google Benchmark JSON with named rows: {}", path, e.what());
+  }
+  if (stored.empty()) return fmt::format("stored results {} hold no benchmark", path);
+  for (const auto& [name, med] : stored)
+    if (!(med > 0) || !std::isfinite(med)) return fmt::format("stored results {} have no usable median for {} ({})", path, name, med);
+  return {};
 }
 
 }  // namespace
@@ -46,7 +54,7 @@ std::vector<std::pair<std::string, double>> benchmark_medians(const nlohmann::js
   std::map<std::string, double> medians;
   std::vector<std::string> order;
   for (const auto& b : gbench.at("benchmarks")) {
-    const std::string run_name = b.value("run_name", b.at("name").get<std::string>());
+    const std::string run_name = b.contains("run_name") ? b.at("run_name").get<std::string>() : b.at("name").get<std::string>();
     if (std::find(order.begin(), order.end(), run_name) == order.end()) order.push_back(run_name);
     if (b.value("run_type", "iteration") == "aggregate") {
       if (b.value("aggregate_name", "") == "median") medians[run_name] = b.at("real_time").get<double>();
@@ -61,17 +69,16 @@ std::vector<std::pair<std::string, double>> benchmark_medians(const nlohmann::js
 
 report::CheckResult judge_slowdown(const std::string& name, double stored, const std::vector<double>& fresh,
                                    double max_slowdown) {
+  if (fresh.empty())
+    return could_not_run(name, "it is in the stored results but the fresh runs did not produce it (renamed or filtered out?)");
   report::CheckResult c{"performance/" + name, report::CheckTarget::cpu(), report::Verdict::kPass, "", {}, 0};
   const double limit = stored * (1 + max_slowdown);
-  const bool all_slower = !fresh.empty() && std::all_of(fresh.begin(), fresh.end(), [&](double f) { return f > limit; });
+  const bool all_slower = std::all_of(fresh.begin(), fresh.end(), [&](double f) { return f > limit; });
   const bool some_slower = std::any_of(fresh.begin(), fresh.end(), [&](double f) { return f > limit; });
   std::string runs;
   for (double f : fresh) runs += fmt::format("{}{:.4g}", runs.empty() ? "" : ", ", f);
   c.detail = fmt::format("stored median {:.4g}, fresh medians [{}], limit {:.4g} (+{:.0f}%)", stored, runs, limit, 100 * max_slowdown);
-  if (fresh.empty()) {
-    c.verdict = report::Verdict::kFail;
-    c.detail = "benchmark did not run";
-  } else if (all_slower) {
+  if (all_slower) {
     c.verdict = report::Verdict::kFail;
     c.detail = "slower in every repeat: " + c.detail;
   } else if (some_slower) {
@@ -81,59 +88,59 @@ report::CheckResult judge_slowdown(const std::string& name, double stored, const
   return c;
 }
 
-std::vector<report::CheckResult> run_performance_checks(const nlohmann::json& spec, const std::string& base_dir) {
-  std::vector<report::CheckResult> checks;
-  for (const auto& suite : spec.at("suites")) {
-    const std::string binary = helper_program(suite.at("binary").get<std::string>());
-    const std::string filter = suite.value("filter", std::string("."));
-    std::string stored_path = suite.at("stored").get<std::string>();
-    if (!stored_path.empty() && stored_path.front() != '/') stored_path = base_dir + "/" + stored_path;
-    const int repeats = suite.value("repeats", 3);
-    const double max_slowdown = suite.value("max_slowdown", 0.05);
-    const double min_time = suite.value("min_time", 0.2);
-    std::string extra;
-    for (const auto& arg : suite.value("args", std::vector<std::string>{})) extra += " " + shell_quote(arg);
-    std::ifstream f(stored_path);
-    if (!f) {
-      checks.push_back({"performance/" + binary, report::CheckTarget::cpu(), report::Verdict::kFail,
-                        fmt::format("cannot open stored results {}", stored_path), {}, 0});
+void run_performance_checks(const std::vector<PerformanceSuite>& suites, const volatile std::sig_atomic_t* stop,
+                            const std::function<void(report::CheckResult)>& add) {
+  for (const PerformanceSuite& suite : suites) {
+    if (stop != nullptr && *stop != 0) return;
+    const auto t0 = std::chrono::steady_clock::now();
+    const std::string binary = helper_program(suite.binary);
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(binary, ec) || ::access(binary.c_str(), X_OK) != 0) {
+      add(could_not_run(suite.binary, fmt::format("no benchmark binary {} (is it built?)", binary)));
       continue;
     }
     std::vector<std::pair<std::string, double>> stored;
-    try {
-      stored = benchmark_medians(nlohmann::json::parse(f));
-    } catch (const nlohmann::json::exception& e) {
-      checks.push_back({"performance/" + binary, report::CheckTarget::cpu(), report::Verdict::kFail,
-                        fmt::format("stored results {} are not Google Benchmark JSON: {}", stored_path, e.what()), {}, 0});
+    if (const std::string why = read_stored(suite.stored_path, stored); !why.empty()) {
+      add(could_not_run(suite.binary, why));
       continue;
     }
-    if (stored.empty()) {
-      checks.push_back({"performance/" + binary, report::CheckTarget::cpu(), report::Verdict::kFail,
-                        fmt::format("stored results {} hold no benchmark", stored_path), {}, 0});
-      continue;
-    }
+    std::vector<std::string> argv{binary};
+    argv.insert(argv.end(), suite.args.begin(), suite.args.end());
+    for (std::string a : {"--benchmark_filter=" + suite.filter, std::string("--benchmark_format=json"),
+                          fmt::format("--benchmark_min_time={}", suite.min_time), std::string("--benchmark_repetitions=5"),
+                          std::string("--benchmark_report_aggregates_only=true")})
+      argv.push_back(std::move(a));
     std::map<std::string, std::vector<double>> fresh;
-    for (int r = 0; r < repeats; ++r) {
-      std::string out;
-      const std::string cmd = fmt::format("{}{} --benchmark_filter={} --benchmark_format=json --benchmark_min_time={} "
-                                          "--benchmark_repetitions=5 --benchmark_report_aggregates_only=true 2>/dev/null",
-                                          shell_quote(binary), extra, shell_quote(filter), min_time);
-      if (!capture(cmd, out)) {
-        checks.push_back({"performance/" + binary, report::CheckTarget::cpu(), report::Verdict::kFail,
-                          fmt::format("could not run {} (repeat {})", binary, r + 1), {}, 0});
+    std::string why_not;
+    for (int r = 0; r < suite.repeats && why_not.empty(); ++r) {
+      const ChildResult run = run_child(argv, suite.timeout_s, stop);
+      if (!run.ok()) {
+        const std::string err = last_line(run.err_tail);
+        why_not = fmt::format("{} {} (repeat {} of {}){}", binary, run.describe(suite.timeout_s), r + 1, suite.repeats,
+                              err.empty() ? "" : "; its last error line: " + err);
         break;
       }
       try {
-        for (const auto& [name, med] : benchmark_medians(nlohmann::json::parse(out))) fresh[name].push_back(med);
+        for (const auto& [name, med] : benchmark_medians(nlohmann::json::parse(run.out))) fresh[name].push_back(med);
       } catch (const nlohmann::json::exception& e) {
-        checks.push_back({"performance/" + binary, report::CheckTarget::cpu(), report::Verdict::kFail,
-                          fmt::format("{} printed no Google Benchmark JSON (repeat {}): {}", binary, r + 1, e.what()), {}, 0});
-        break;
+        why_not = fmt::format("{} printed no Google Benchmark JSON (repeat {} of {}): {}", binary, r + 1, suite.repeats, e.what());
       }
     }
-    for (const auto& [name, med] : stored) checks.push_back(judge_slowdown(name, med, fresh[name], max_slowdown));
+    if (!why_not.empty()) {
+      add(could_not_run(suite.binary, fmt::format("{}; {} stored benchmarks not judged", why_not, stored.size())));
+      continue;
+    }
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    for (const auto& [name, med] : stored) {
+      report::CheckResult c = judge_slowdown(name, med, fresh[name], suite.max_slowdown);
+      c.duration_s = seconds / static_cast<double>(stored.size());
+      add(std::move(c));
+    }
+    for (const auto& [name, meds] : fresh)
+      if (std::none_of(stored.begin(), stored.end(), [&](const auto& s) { return s.first == name; }))
+        add({"performance/" + name, report::CheckTarget::cpu(), report::Verdict::kWarn,
+             fmt::format("not judged: no stored median in {} (store one from a good commit)", suite.stored_path), {}, 0});
   }
-  return checks;
 }
 
 }  // namespace detmoe::cli
