@@ -47,6 +47,7 @@ grep -q "seed -1 " "$tmp/out" || { echo "FAIL: message does not name seed -1"; c
 expect 2 "--seed 2^64 is refused, not saturated" "$detmoe" oracle --shape tiny --seed 18446744073709551616
 grep -q "18446744073709551616" "$tmp/out" || { echo "FAIL: message does not name the seed"; cat "$tmp/out"; fail=1; }
 expect 0 "--seed 2^64-1 is a seed" "$detmoe" oracle --shape tiny --seed 18446744073709551615 --forward-only
+expect 2 "bench --seed -1 is refused" "$detmoe" bench --seed -1
 expect 2 "--P 0 is refused" "$detmoe" oracle --shape tiny --P 0
 grep -q "P = 0" "$tmp/out" || { echo "FAIL: message does not name P = 0"; cat "$tmp/out"; fail=1; }
 expect 2 "--P -1 is refused" "$detmoe" oracle --shape tiny --P -1
@@ -69,4 +70,10 @@ grep -q "forward-only" "$tmp/out" || { echo "FAIL: forward-only run not announce
 # (the megakernel's backward, asked for by the dout in the file, before it looks for a GPU)
 expect 2 "not implemented exits 2" "$detmoe" run --impl megakernel --inputs "$tmp/in.safetensors" --outputs "$tmp/o6"
 grep -q "NotImplemented" "$tmp/out" || { echo "FAIL: not a NotImplemented error"; cat "$tmp/out"; fail=1; }
+if ! nvidia-smi -L >/dev/null 2>&1; then
+  expect 3 "verify without a GPU" "$detmoe" verify --shape tiny
+  grep -q "no usable NVIDIA driver/GPU" "$tmp/out" || { echo "FAIL: no-GPU reason"; cat "$tmp/out"; fail=1; }
+  expect 3 "bench without a GPU" "$detmoe" bench --no-torch
+  grep -q "no usable NVIDIA driver/GPU" "$tmp/out" || { echo "FAIL: no-GPU reason"; cat "$tmp/out"; fail=1; }
+fi
 exit $fail
