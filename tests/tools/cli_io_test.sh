@@ -73,6 +73,16 @@ says "somedir: it is a directory"
 expect 3 "report validate of a directory" "$detmoe" report validate somedir
 says "somedir: is a directory"
 
+# --- accept --html -----------------------------------------------------------------------------
+expect 2 "accept --json X --html X" "$detmoe" accept --level 1 --json same.out --html ./same.out
+says "--html ./same.out"; says "--json same.out"
+expect 3 "accept --html /dev/full" "$detmoe" accept --level 1 --html /dev/full
+says "/dev/full"
+expect 3 "accept --html into a missing folder" "$detmoe" accept --level 1 --html nofolder/run.html
+says "nofolder"
+expect 3 "accept --json into a missing folder" "$detmoe" accept --level 1 --json nofolder/run.json
+says "nofolder"
+
 leftover=$(find "$tmp" -name '.*.tmp.*')
 [ -z "$leftover" ] || { echo "FAIL: temporary files left: $leftover"; fail=1; }
 exit $fail

@@ -71,6 +71,8 @@ grep -q "forward-only" "$tmp/out" || { echo "FAIL: forward-only run not announce
 expect 2 "not implemented exits 2" "$detmoe" run --impl megakernel --inputs "$tmp/in.safetensors" --outputs "$tmp/o6"
 grep -q "NotImplemented" "$tmp/out" || { echo "FAIL: not a NotImplemented error"; cat "$tmp/out"; fail=1; }
 if ! nvidia-smi -L >/dev/null 2>&1; then
+  expect 3 "accept --require-gpu without a GPU" "$detmoe" accept --level 1 --require-gpu
+  grep -q "no usable NVIDIA driver/GPU" "$tmp/out" || { echo "FAIL: no-GPU reason"; cat "$tmp/out"; fail=1; }
   expect 3 "verify without a GPU" "$detmoe" verify --shape tiny
   grep -q "no usable NVIDIA driver/GPU" "$tmp/out" || { echo "FAIL: no-GPU reason"; cat "$tmp/out"; fail=1; }
   expect 3 "bench without a GPU" "$detmoe" bench --no-torch
