@@ -274,7 +274,7 @@ void finish_reports(const AcceptArgs& a, const report::RunReport& initial, Verdi
 }
 
 int run_accept(const AcceptArgs& a) {
-  refuse_same_file("--html", a.html_path, "--json", a.json_path);
+  refuse_same_file("--html", a.html_path, "--json", a.json_path, "the HTML page would overwrite the JSON report");
   check_output_path("--json", a.json_path);
   check_output_path("--html", a.html_path);
   const GpuInventory inv = query_gpus();

@@ -38,7 +38,8 @@ int run_render(const RenderArgs& a) {
   const std::string html = a.html_path.empty() ? sibling_with_extension(a.input, ".html") : a.html_path;
   refuse_same_file(a.html_path.empty() ? "the default output" : "-o", html, "the input", a.input);
   refuse_same_file("--markdown", a.markdown_path, "the input", a.input);
-  refuse_same_file("--markdown", a.markdown_path, a.html_path.empty() ? "the default output" : "-o", html);
+  refuse_same_file("--markdown", a.markdown_path, a.html_path.empty() ? "the default output" : "-o", html,
+                   "one output would overwrite the other");
   const report::RunReport r = report::load_run_report(a.input).value();
   throw_if_error(write_output_file(html, report::render_html(r)));
   fmt::print("wrote {}\n", html);

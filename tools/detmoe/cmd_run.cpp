@@ -75,8 +75,8 @@ int run_replay(const RunArgs& a) {
   const GradPrecision grad = a.grad_dtype == "bf16" ? GradPrecision::kBF16 : GradPrecision::kFP32;
   if (!a.write_inputs.empty()) {
     if (!a.replay_given.empty())
-      throw Error(invalid_argument(fmt::format("{} applies to a replay, not to --write-inputs {}", fmt::join(a.replay_given, " "),
-                                               a.write_inputs)));
+      throw Error(invalid_argument(fmt::format("{} {} to a replay, not to --write-inputs {}", fmt::join(a.replay_given, ", "),
+                                               a.replay_given.size() == 1 ? "applies" : "apply", a.write_inputs)));
     Shape shape = a.problem.shape().value();
     if (shape.P != 1) throw Error(invalid_argument(fmt::format("--write-inputs writes one rank's problem; P = {} must be 1", shape.P)));
     const HostProblem p = make_seeded_problem(shape, a.problem.routing_spec().value(), a.problem.seed, !a.forward_only, grad).value();
@@ -88,8 +88,8 @@ int run_replay(const RunArgs& a) {
   if (a.inputs.empty() || a.outputs.empty()) throw Error(invalid_argument("run needs --inputs and --outputs (or --write-inputs)"));
   // A replay's problem is the file's: a seed or shape given beside it would be silently ignored.
   if (const auto given = a.problem.given(); !given.empty())
-    throw Error(invalid_argument(fmt::format("{} applies to --write-inputs only; a replay takes its problem from --inputs {}",
-                                             fmt::join(given, " "), a.inputs)));
+    throw Error(invalid_argument(fmt::format("{} {} to --write-inputs only; a replay takes its problem from --inputs {}",
+                                             fmt::join(given, ", "), given.size() == 1 ? "applies" : "apply", a.inputs)));
   refuse_same_file("--outputs", a.outputs, "--inputs", a.inputs);
   refuse_directory_input("--inputs", a.inputs);
   check_output_path("--outputs", a.outputs);

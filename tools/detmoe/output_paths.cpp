@@ -13,10 +13,9 @@ namespace fs = std::filesystem;
 }  // namespace
 
 void refuse_same_file(std::string_view out_option, const std::string& out, std::string_view in_option,
-                      const std::string& in) {
+                      const std::string& in, std::string_view why) {
   if (out.empty() || in.empty() || !same_file(out, in)) return;
-  throw Error(invalid_argument(fmt::format("{} {} is the same file as {} {}: the output would overwrite the input",
-                                           out_option, out, in_option, in)));
+  throw Error(invalid_argument(fmt::format("{} {} is the same file as {} {}: {}", out_option, out, in_option, in, why)));
 }
 
 void refuse_directory_input(std::string_view option, const std::string& path) {

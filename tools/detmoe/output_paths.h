@@ -11,7 +11,7 @@ namespace detmoe::cli {
 // Throws kInvalidArgument (exit 2) naming both options when `out` is the same file as `in`
 // (detmoe::same_file: sees through ./, .., and symbolic links). No-op when either is empty.
 void refuse_same_file(std::string_view out_option, const std::string& out, std::string_view in_option,
-                      const std::string& in);
+                      const std::string& in, std::string_view why = "the output would overwrite the input");
 
 // Throws kIoError (exit 3) when `path` is a directory: reading one fails later with a
 // meaningless stream error ("basic_filebuf::underflow"). A missing file is left to the reader.
