@@ -41,7 +41,7 @@ grep -q '"finished_at": "20' "$tmp/run.json" || { echo "FAIL: aborted report has
 grep -q 'oracle-rerun' "$tmp/run.json" || { echo "FAIL: the check in progress was not recorded"; fail=1; }
 grep -q 'aborted' "$tmp/run.html" 2>/dev/null || { echo "FAIL: the HTML page does not say aborted"; fail=1; }
 "$detmoe" report validate "$tmp/run.json" >/dev/null || { echo "FAIL: aborted report does not validate"; fail=1; }
-grep -q "ACCEPT: ABORTED" "$tmp/printed" || { echo "FAIL: accept did not say it was aborted"; tail -c 500 "$tmp/printed"; fail=1; }
+grep -q "ACCEPT: ABORTED" "$tmp/printed" || { echo "FAIL: accept did not say it was aborted"; tr -d '\000' <"$tmp/printed" | tail -5; fail=1; }
 leftover=$(find "$tmp" -name '.*.tmp.*')
 [ -z "$leftover" ] && echo "ok: no temporary files left" || { echo "FAIL: temporary files left: $leftover"; fail=1; }
 exit $fail
