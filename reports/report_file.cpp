@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -51,6 +52,10 @@ RunInfo current_run_info(std::string command, std::vector<std::string> command_l
 }
 
 StatusOr<RunReport> load_run_report(const std::string& path) {
+  // A directory opens as a stream and fails on the first read with "basic_filebuf::underflow".
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    return Status(ErrorCode::kIoError, fmt::format("cannot read report {}: it is a directory", path));
   std::ifstream f(path, std::ios::binary);
   if (!f) return io_error("cannot open report", path, errno);
   std::ostringstream text;

@@ -41,4 +41,41 @@ head -c 100 "$tmp/in.safetensors" >"$tmp/truncated.safetensors"
 expect 3 "truncated input file is an I/O error" "$detmoe" run --impl oracle --inputs "$tmp/truncated.safetensors" --outputs "$tmp/o2"
 expect 2 "unknown impl names the known ones" "$detmoe" run --impl warp9 --inputs "$tmp/in.safetensors" --outputs "$tmp/o3"
 grep -q "known: oracle" "$tmp/out" || { echo "FAIL: unknown impl message"; cat "$tmp/out"; fail=1; }
+# Option validation: a value the command cannot honour is refused, naming it (exit 2).
+expect 2 "--seed -1 is refused, not wrapped to 2^64-1" "$detmoe" oracle --shape tiny --seed -1
+grep -q "seed -1 " "$tmp/out" || { echo "FAIL: message does not name seed -1"; cat "$tmp/out"; fail=1; }
+expect 2 "--seed 2^64 is refused, not saturated" "$detmoe" oracle --shape tiny --seed 18446744073709551616
+grep -q "18446744073709551616" "$tmp/out" || { echo "FAIL: message does not name the seed"; cat "$tmp/out"; fail=1; }
+expect 0 "--seed 2^64-1 is a seed" "$detmoe" oracle --shape tiny --seed 18446744073709551615 --forward-only
+expect 2 "bench --seed -1 is refused" "$detmoe" bench --seed -1
+expect 2 "--P 0 is refused" "$detmoe" oracle --shape tiny --P 0
+grep -q "P = 0" "$tmp/out" || { echo "FAIL: message does not name P = 0"; cat "$tmp/out"; fail=1; }
+expect 2 "--P -1 is refused" "$detmoe" oracle --shape tiny --P -1
+expect 2 "--Fs -5 is refused" "$detmoe" oracle --shape tiny --Fs -5
+grep -q "Fs = -5" "$tmp/out" || { echo "FAIL: message does not name Fs = -5"; cat "$tmp/out"; fail=1; }
+expect 2 "partial custom shape names what is missing" "$detmoe" oracle --T 16
+grep -q "missing: --H --F --E --k" "$tmp/out" || { echo "FAIL: message does not name the missing options"; cat "$tmp/out"; fail=1; }
+expect 2 "--shape with a replay is refused" "$detmoe" run --impl oracle --inputs "$tmp/in.safetensors" --outputs "$tmp/o4" --shape small
+grep -q -- "--shape applies to --write-inputs only" "$tmp/out" || { echo "FAIL: --shape with --inputs message"; cat "$tmp/out"; fail=1; }
+expect 2 "--seed with a replay is refused" "$detmoe" run --impl oracle --inputs "$tmp/in.safetensors" --outputs "$tmp/o4" --seed 3
+expect 2 "--routing with a replay is refused" "$detmoe" run --impl oracle --inputs "$tmp/in.safetensors" --outputs "$tmp/o4" --routing zipf1
+expect 2 "--inputs with --write-inputs is refused" "$detmoe" run --write-inputs "$tmp/w.safetensors" --shape tiny --inputs "$tmp/in.safetensors"
+# A replay file with a misspelt tensor ("dotx" for "dout", same length so the header stays valid)
+# runs forward-only, and says so and names the tensor.
+LC_ALL=C sed 's/"dout"/"dotx"/' "$tmp/in.safetensors" >"$tmp/misspelt.safetensors"
+expect 0 "replay with an unknown tensor" "$detmoe" run --impl oracle --inputs "$tmp/misspelt.safetensors" --outputs "$tmp/o5"
+grep -q "ignoring unknown tensor 'dotx'" "$tmp/out" || { echo "FAIL: unknown tensor not named"; cat "$tmp/out"; fail=1; }
+grep -q "forward-only" "$tmp/out" || { echo "FAIL: forward-only run not announced"; cat "$tmp/out"; fail=1; }
+# Exit codes: not implemented is 2 (usage), a required GPU that is missing is 3 (could not run).
+# (the megakernel's backward, asked for by the dout in the file, before it looks for a GPU)
+expect 2 "not implemented exits 2" "$detmoe" run --impl megakernel --inputs "$tmp/in.safetensors" --outputs "$tmp/o6"
+grep -q "NotImplemented" "$tmp/out" || { echo "FAIL: not a NotImplemented error"; cat "$tmp/out"; fail=1; }
+if ! nvidia-smi -L >/dev/null 2>&1; then
+  expect 3 "accept --require-gpu without a GPU" "$detmoe" accept --level 1 --require-gpu
+  grep -q "no usable NVIDIA driver/GPU" "$tmp/out" || { echo "FAIL: no-GPU reason"; cat "$tmp/out"; fail=1; }
+  expect 3 "verify without a GPU" "$detmoe" verify --shape tiny
+  grep -q "no usable NVIDIA driver/GPU" "$tmp/out" || { echo "FAIL: no-GPU reason"; cat "$tmp/out"; fail=1; }
+  expect 3 "bench without a GPU" "$detmoe" bench --no-torch
+  grep -q "no usable NVIDIA driver/GPU" "$tmp/out" || { echo "FAIL: no-GPU reason"; cat "$tmp/out"; fail=1; }
+fi
 exit $fail

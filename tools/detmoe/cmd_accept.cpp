@@ -9,13 +9,13 @@
 //   level 3 (long):    + the scaled named shapes' backward against the oracle, repeated
 //                      reruns, and per-GPU speed against the peers' median.
 // Without a GPU the GPU checks are Skip with the reason (a CPU-only result, exit 0), unless
-// --require-gpu makes that a Fail.
+// --require-gpu makes them Fail and the exit code 3 (could not run).
+// SIGINT/SIGTERM/SIGHUP stop the run after the current check with the report "aborted".
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <fstream>
 #include <optional>
 
 #include <cuda_runtime_api.h>
@@ -23,10 +23,13 @@
 #include "accept_checks.h"
 #include "commands.h"
 #include "data_paths.h"
+#include "detmoe/output_file.h"
 #include "golden/golden.h"
 #include "golden_run.h"
 #include "gpu_inventory.h"
 #include "impl_registry.h"
+#include "interrupt.h"
+#include "output_paths.h"
 
 
 namespace detmoe::cli {
@@ -56,6 +59,11 @@ report::Inventory to_report(const GpuInventory& inv) {
   return r;
 }
 
+// Thrown by Verdicts::add when a SIGINT/SIGTERM/SIGHUP arrived during the check just recorded.
+struct Interrupted {
+  int signo;
+};
+
 class Verdicts {
  public:
   explicit Verdicts(std::optional<report::RunReportWriter> writer) : writer_(std::move(writer)) {}
@@ -65,6 +73,8 @@ class Verdicts {
     failed_ |= c.verdict == Verdict::kFail;
     if (writer_) throw_if_error(writer_->add_check(c));
     all_.push_back(std::move(c));
+    // Between checks is where a signal can be acted on safely (interrupt.h).
+    if (const int signo = interrupt_signal(); signo != 0) throw Interrupted{signo};
   }
   bool failed() const { return failed_; }
   std::optional<report::RunReportWriter>& writer() { return writer_; }
@@ -131,21 +141,10 @@ double reference_seconds(int gpu, const Shape& shape) {
   return times[1];
 }
 
-int run_accept(const AcceptArgs& a) {
-  const GpuInventory inv = query_gpus();
-  report::RunReport initial;
-  initial.run = report::current_run_info("accept", a.argv);
-  initial.inventory = to_report(inv);
-  std::optional<report::RunReportWriter> writer;
-  if (!a.json_path.empty()) writer = report::RunReportWriter::open(a.json_path, initial).value();
-  Verdicts v(std::move(writer));
-
-  fmt::print("detmoe accept --level {}: driver {} runtime {}\n", a.level, initial.inventory.driver_version,
-             initial.inventory.runtime_version);
-  for (const GpuInfo& g : inv.gpus)
-    fmt::print("GPU {}: {} {} {} sm_{}{} {} SMs {:.1f} GiB\n", g.index, g.name, g.uuid, g.pci_bus_id, g.cc_major, g.cc_minor,
-               g.sm_count, g.memory_bytes / 1073741824.0);
-  fmt::print("\n");
+// The checks themselves. Returns why the GPU stages could not run when --require-gpu asked for
+// them and there is no usable GPU ("" otherwise).
+std::string run_checks(const AcceptArgs& a, const GpuInventory& inv, Verdicts& v) {
+  std::string could_not_run;
   v.add(check_oracle_rerun());
 
   std::vector<int> gpus;
@@ -165,9 +164,12 @@ int run_accept(const AcceptArgs& a) {
         {"tiny-layer", "cross-gpu-bitwise"},
         {"vs-oracle", "rerun-full-shapes", "golden/reference", "nccl-pair-bandwidth"},
         {"vs-oracle-bwd", "reruns-under-load", "speed-vs-peers"}};
+    // With --require-gpu the stages are Fail in the report, and the exit code says the run could
+    // not be done (3) rather than that the node failed a check (1).
+    if (a.require_gpu && !v.failed()) could_not_run = why;
     for (int level = 1; level <= a.level; ++level)
       for (const char* stage : stages_by_level[level - 1]) v.add({stage, CheckTarget::cpu(), verdict, why, {}, 0});
-    fmt::print("\nCPU-only result: GPU stages skipped ({}).\n", why);
+    if (!a.require_gpu) fmt::print("\nCPU-only result: GPU stages skipped ({}).\n", why);
   } else {
     // Level 1.
     std::vector<std::vector<std::string>> hashes(gpus.size());
@@ -255,17 +257,58 @@ int run_accept(const AcceptArgs& a) {
     }
   }
 
-  if (v.writer()) throw_if_error(v.writer()->finish());
+  return could_not_run;
+}
+
+// Ends the report in `state`: the JSON (incremental writer) and the HTML page.
+void finish_reports(const AcceptArgs& a, const report::RunReport& initial, Verdicts& v, report::RunState state) {
+  if (v.writer()) throw_if_error(v.writer()->finish(state));
   if (!a.html_path.empty()) {
-    report::RunReport r = initial;
+    report::RunReport r = v.writer() ? v.writer()->report() : initial;
     r.checks = v.all();
-    r.run.state = report::RunState::kFinished;
-    r.run.finished_at = report::utc_now_iso8601();
-    std::ofstream(a.html_path) << report::render_html(r);
+    r.run.state = state;
+    if (r.run.finished_at.empty()) r.run.finished_at = report::utc_now_iso8601();
+    throw_if_error(write_output_file(a.html_path, report::render_html(r)));
   }
+}
+
+int run_accept(const AcceptArgs& a) {
+  refuse_same_file("--html", a.html_path, "--json", a.json_path, "the HTML page would overwrite the JSON report");
+  check_output_path("--json", a.json_path);
+  check_output_path("--html", a.html_path);
+  const GpuInventory inv = query_gpus();
+  report::RunReport initial;
+  initial.run = report::current_run_info("accept", a.argv);
+  initial.inventory = to_report(inv);
+  // From the first report on, a signal ends the run with an "aborted" report (interrupt.h).
+  request_graceful_interrupt();
+  std::optional<report::RunReportWriter> writer;
+  if (!a.json_path.empty()) writer = report::RunReportWriter::open(a.json_path, initial).value();
+  Verdicts v(std::move(writer));
+
+  fmt::print("detmoe accept --level {}: driver {} runtime {}\n", a.level, initial.inventory.driver_version,
+             initial.inventory.runtime_version);
+  for (const GpuInfo& g : inv.gpus)
+    fmt::print("GPU {}: {} {} {} sm_{}{} {} SMs {:.1f} GiB\n", g.index, g.name, g.uuid, g.pci_bus_id, g.cc_major, g.cc_minor,
+               g.sm_count, g.memory_bytes / 1073741824.0);
+  fmt::print("\n");
+  std::string could_not_run;
+  try {
+    could_not_run = run_checks(a, inv, v);
+  } catch (const Interrupted& i) {
+    finish_reports(a, initial, v, report::RunState::kAborted);
+    fmt::print("\nACCEPT: ABORTED by signal {} after {} checks{}\n", i.signo, v.all().size(),
+               v.writer() ? fmt::format(" (report {} says \"aborted\")", v.writer()->path()) : std::string());
+    die_of_signal(i.signo);
+  }
+  finish_reports(a, initial, v, report::RunState::kFinished);
   const auto count = [&](Verdict x) { return std::count_if(v.all().begin(), v.all().end(), [&](const auto& c) { return c.verdict == x; }); };
   fmt::print("\n{} checks: {} Pass, {} Fail, {} Skip, {} Warn\n", v.all().size(), count(Verdict::kPass), count(Verdict::kFail),
              count(Verdict::kSkip), count(Verdict::kWarn));
+  if (!could_not_run.empty()) {
+    fmt::print("ACCEPT: COULD NOT RUN (--require-gpu: {})\n", could_not_run);
+    return kExitCouldNotRun;
+  }
   fmt::print("{}\n", v.failed() ? "ACCEPT: FAIL" : "ACCEPT: PASS (for the checks that ran)");
   return v.failed() ? kExitCheckFailed : kExitOk;
 }

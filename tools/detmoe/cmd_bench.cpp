@@ -1,7 +1,8 @@
 // detmoe bench: the layer benchmark suite (detmoe_perf_layer: Google Benchmark, CUDA events,
 // median of --timed steps, L2 evicted before each) and the PyTorch torch._grouped_mm pipeline
 // (perf/torch_moe_pipeline.py), run one after the other on the same GPU, shown in one table and
-// written to one JSON under reports/results/.
+// written to one JSON (default: <impl>_layer_bench.json in the working directory, never the
+// source tree).
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -15,7 +16,11 @@
 
 #include "commands.h"
 #include "data_paths.h"
+#include "detmoe/output_file.h"
 #include "detmoe/shapes.h"
+#include "gpu_inventory.h"
+#include "output_paths.h"
+#include "problem_options.h"
 
 #ifndef DETMOE_PERF_LAYER_PATH
 #define DETMOE_PERF_LAYER_PATH "detmoe_perf_layer"
@@ -63,20 +68,20 @@ struct Row {
 
 int run_bench(const BenchArgs& a) {
   const bool mk = a.impl == "megakernel";  // forward only; the reference is measured beside it
-  int count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
-    fmt::print(stderr, "detmoe bench: no usable GPU; nothing to measure\n");
+  for (const auto& s : a.shapes) (void)find_named_shape(s).value();
+  const fs::path out = a.json_path.empty()
+                           ? fs::path(a.impl + "_layer_bench.json")
+                           : fs::path(a.json_path);
+  // Checked now, not after minutes of measuring; a typo in the folder is not created.
+  check_output_path("--json", out.string());
+  if (const std::string why = no_gpu_reason(); !why.empty()) {
+    fmt::print(stderr, "detmoe bench: {}; nothing to measure\n", why);
     return kExitCouldNotRun;
   }
-  for (const auto& s : a.shapes) (void)find_named_shape(s).value();
   if (!fs::exists(a.perf_binary)) {
     fmt::print(stderr, "detmoe bench: the layer benchmark {} is not built\n", a.perf_binary);
     return kExitCouldNotRun;
   }
-  const fs::path out = a.json_path.empty()
-                           ? fs::path(a.impl + "_layer_bench.json")
-                           : fs::path(a.json_path);
-  fs::create_directories(out.parent_path().empty() ? fs::path(".") : out.parent_path());
   const std::string gb_json = out.string() + ".gbench.tmp", torch_json = out.string() + ".torch.tmp";
 
   const std::string cmd = fmt::format("\"{}\" --shapes={} --routings={} --gemm={} --impls={} --timed={} --seed={} "
@@ -203,13 +208,11 @@ int run_bench(const BenchArgs& a) {
   nlohmann::json j = {{"schema", "detmoe.bench/1"}, {"impl", a.impl}, {"gpu", gpu}, {"date", stamp},
                       {"timed_steps", a.timed}, {"rows", table}, {"google_benchmark", gb}};
   if (!torch.is_null()) j["torch_pipeline"] = torch;
-  std::ofstream f(out);
-  if (!f) throw Error({ErrorCode::kIoError, fmt::format("cannot write {}", out.string())});
-  f << j.dump(2) << "\n";
-  f.close();
+  const Status written = write_output_file(out.string(), j.dump(2) + "\n");
   std::error_code ec;
   fs::remove(gb_json, ec);
   fs::remove(torch_json, ec);
+  throw_if_error(written);
   fmt::print("\nwrote {}\n", out.string());
   return kExitOk;
 }
@@ -225,13 +228,13 @@ void add_bench_command(CLI::App& app, Action& run) {
   cmd->add_option("--gemm", args->gemms, "reference GEMM modes (repeatable): per-expert, grouped")
       ->check(CLI::IsMember({"per-expert", "grouped"}))->capture_default_str();
   cmd->add_option("--timed", args->timed, "timed steps per case (median)")->check(CLI::Range(1, 10000))->capture_default_str();
-  cmd->add_option("--seed", args->seed, "data and routing seed")->capture_default_str();
+  cmd->add_option("--seed", args->seed, "data and routing seed")->check(seed_validator())->capture_default_str();
   cmd->add_flag("--no-torch", args->no_torch, "skip the PyTorch pipeline");
   cmd->add_flag("--trace", args->trace, "megakernel: print each case's task timeline summary (per task kind)");
   cmd->add_option("--python", args->python, "Python with PyTorch (default: /opt/torch/.venv/bin/python or python3)");
   cmd->add_option("--perf-binary", args->perf_binary, "detmoe_perf_layer to run")->capture_default_str();
   cmd->add_option("--script", args->script, "the PyTorch pipeline script")->capture_default_str();
-  cmd->add_option("--json", args->json_path, "combined JSON output (default: reports/results/<impl>_layer_bench.json)");
+  cmd->add_option("--json", args->json_path, "combined JSON output (default: <impl>_layer_bench.json in the working directory)");
   cmd->callback([args, &run] { run = [args] { return run_bench(*args); }; });
 }
 

@@ -4,11 +4,11 @@
 
 #include <chrono>
 #include <cmath>
-#include <fstream>
-
 #include "commands.h"
 #include "detmoe/data.h"
 #include "detmoe/oracle.h"
+#include "detmoe/output_file.h"
+#include "output_paths.h"
 #include "problem_options.h"
 
 namespace detmoe::cli {
@@ -26,6 +26,7 @@ struct OracleArgs {
 int run_oracle_command(const OracleArgs& a) {
   const Shape shape = a.problem.shape().value();
   const RoutingSpec spec = a.problem.routing_spec().value();
+  check_output_path("--json", a.json_path);
   const auto t0 = std::chrono::steady_clock::now();
   const LayerData data = generate_layer_data(shape, a.problem.seed);
   const Routing routing = generate_routing(shape, spec, a.problem.seed).value();
@@ -58,11 +59,7 @@ int run_oracle_command(const OracleArgs& a) {
     fmt::print("{:<10} {:<6} {:>12} {:>14.6e} {}\n", t.name, to_string(t.dtype), t.numel(), norm, hash);
     j["outputs"].push_back({{"name", t.name}, {"dtype", to_string(t.dtype)}, {"shape", t.shape}, {"l2_norm", norm}, {"xxh3_128", hash}});
   }
-  if (!a.json_path.empty()) {
-    std::ofstream f(a.json_path);
-    if (!f) throw Error({ErrorCode::kIoError, fmt::format("cannot write --json {}", a.json_path)});
-    f << j.dump(2) << "\n";
-  }
+  if (!a.json_path.empty()) throw_if_error(write_output_file(a.json_path, j.dump(2) + "\n"));
   return kExitOk;
 }
 

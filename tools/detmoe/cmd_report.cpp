@@ -5,6 +5,9 @@
 //   detmoe report schema
 #include <fmt/format.h>
 
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -12,7 +15,9 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
+#include "detmoe/output_file.h"
 #include "detmoe/report.h"
+#include "output_paths.h"
 
 namespace detmoe::cli {
 namespace {
@@ -20,13 +25,6 @@ namespace {
 struct RenderArgs {
   std::string input, html_path, markdown_path;
 };
-
-void write_text(const std::string& path, const std::string& text) {
-  std::ofstream f(path, std::ios::binary);
-  f << text;
-  f.close();
-  if (!f) throw Error({ErrorCode::kIoError, fmt::format("cannot write {}", path)});
-}
 
 // run.json -> run.html
 std::string sibling_with_extension(const std::string& path, const std::string& ext) {
@@ -37,12 +35,16 @@ std::string sibling_with_extension(const std::string& path, const std::string& e
 }
 
 int run_render(const RenderArgs& a) {
-  const report::RunReport r = report::load_run_report(a.input).value();
   const std::string html = a.html_path.empty() ? sibling_with_extension(a.input, ".html") : a.html_path;
-  write_text(html, report::render_html(r));
+  refuse_same_file(a.html_path.empty() ? "the default output" : "-o", html, "the input", a.input);
+  refuse_same_file("--markdown", a.markdown_path, "the input", a.input);
+  refuse_same_file("--markdown", a.markdown_path, a.html_path.empty() ? "the default output" : "-o", html,
+                   "one output would overwrite the other");
+  const report::RunReport r = report::load_run_report(a.input).value();
+  throw_if_error(write_output_file(html, report::render_html(r)));
   fmt::print("wrote {}\n", html);
   if (!a.markdown_path.empty()) {
-    write_text(a.markdown_path, report::render_markdown(r));
+    throw_if_error(write_output_file(a.markdown_path, report::render_markdown(r)));
     fmt::print("wrote {}\n", a.markdown_path);
   }
   return kExitOk;
@@ -52,9 +54,15 @@ int run_render(const RenderArgs& a) {
 int run_validate(const std::vector<std::string>& inputs) {
   int rc = kExitOk;
   for (const std::string& path : inputs) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec)) {
+      fmt::print(stderr, "{}: is a directory, not a report\n", path);
+      rc = kExitCouldNotRun;
+      continue;
+    }
     std::ifstream f(path, std::ios::binary);
     if (!f) {
-      fmt::print(stderr, "{}: cannot open\n", path);
+      fmt::print(stderr, "{}: cannot open: {}\n", path, std::strerror(errno));
       rc = kExitCouldNotRun;
       continue;
     }

@@ -4,11 +4,13 @@
 //   detmoe run --write-inputs in.safetensors --shape small --seed 3   (a seeded input file)
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "commands.h"
 #include "detmoe/safetensors.h"
 #include "impl_registry.h"
+#include "output_paths.h"
 #include "problem_options.h"
 
 namespace detmoe::cli {
@@ -20,7 +22,23 @@ struct RunArgs {
   std::string grad_dtype = "fp32";
   bool forward_only = false;
   ProblemOptions problem;
+  std::vector<std::string> replay_given;  // --inputs/--outputs/--impl as given, to refuse them with --write-inputs
 };
+
+// The tensors problem_from_tensors reads; any other name in a replay file is unused.
+constexpr const char* kInputNames[] = {"x", "topk_idx", "topk_w", "w_gate", "w_up", "w_down", "ws_gate", "ws_up", "ws_down", "dout"};
+
+// A capture with a misspelt name ("dot" for "dout") would otherwise replay silently without the
+// part it meant to carry: name every tensor that is not used, and say when there is no backward.
+void note_unused_tensors(const std::string& path, const std::vector<NamedTensor>& tensors) {
+  bool has_dout = false;
+  for (const NamedTensor& t : tensors) {
+    has_dout |= t.name == "dout";
+    if (std::none_of(std::begin(kInputNames), std::end(kInputNames), [&](const char* n) { return t.name == n; }))
+      fmt::print(stderr, "detmoe run: {}: ignoring unknown tensor '{}' (inputs are {})\n", path, t.name, fmt::join(kInputNames, ", "));
+  }
+  if (!has_dout) fmt::print(stderr, "detmoe run: {} has no 'dout': the run is forward-only\n", path);
+}
 
 std::vector<NamedTensor> problem_tensors(const HostProblem& p) {
   const Shape& s = p.shape;
@@ -56,6 +74,9 @@ std::vector<NamedTensor> problem_tensors(const HostProblem& p) {
 int run_replay(const RunArgs& a) {
   const GradPrecision grad = a.grad_dtype == "bf16" ? GradPrecision::kBF16 : GradPrecision::kFP32;
   if (!a.write_inputs.empty()) {
+    if (!a.replay_given.empty())
+      throw Error(invalid_argument(fmt::format("{} {} to a replay, not to --write-inputs {}", fmt::join(a.replay_given, ", "),
+                                               a.replay_given.size() == 1 ? "applies" : "apply", a.write_inputs)));
     Shape shape = a.problem.shape().value();
     if (shape.P != 1) throw Error(invalid_argument(fmt::format("--write-inputs writes one rank's problem; P = {} must be 1", shape.P)));
     const HostProblem p = make_seeded_problem(shape, a.problem.routing_spec().value(), a.problem.seed, !a.forward_only, grad).value();
@@ -65,8 +86,17 @@ int run_replay(const RunArgs& a) {
     return kExitOk;
   }
   if (a.inputs.empty() || a.outputs.empty()) throw Error(invalid_argument("run needs --inputs and --outputs (or --write-inputs)"));
+  // A replay's problem is the file's: a seed or shape given beside it would be silently ignored.
+  if (const auto given = a.problem.given(); !given.empty())
+    throw Error(invalid_argument(fmt::format("{} {} to --write-inputs only; a replay takes its problem from --inputs {}",
+                                             fmt::join(given, ", "), given.size() == 1 ? "applies" : "apply", a.inputs)));
+  refuse_same_file("--outputs", a.outputs, "--inputs", a.inputs);
+  refuse_directory_input("--inputs", a.inputs);
+  check_output_path("--outputs", a.outputs);
   const ImplEntry impl = find_impl(a.impl).value();
-  HostProblem p = problem_from_tensors(read_safetensors(a.inputs).value(), grad).value();
+  const std::vector<NamedTensor> tensors = read_safetensors(a.inputs).value();
+  note_unused_tensors(a.inputs, tensors);
+  HostProblem p = problem_from_tensors(tensors, grad).value();
   if (a.forward_only) p.data.dout.clear();
   const std::vector<NamedTensor> outs = impl.run(p).value();
   throw_if_error(write_safetensors(a.outputs, outs, {{"impl", a.impl}, {"platform", impl.platform()}}));
@@ -87,7 +117,11 @@ void add_run_command(CLI::App& app, Action& run) {
   cmd->add_option("--grad-dtype", args->grad_dtype, "weight-gradient dtype")->check(CLI::IsMember({"fp32", "bf16"}))->capture_default_str();
   cmd->add_flag("--forward-only", args->forward_only, "ignore dout");
   args->problem.add_to(*cmd);
-  cmd->callback([args, &run] { run = [args] { return run_replay(*args); }; });
+  cmd->callback([args, cmd, &run] {
+    for (const char* name : {"--impl", "--inputs", "--outputs"})
+      if (cmd->count(name) > 0) args->replay_given.push_back(name);
+    run = [args] { return run_replay(*args); };
+  });
 }
 
 }  // namespace detmoe::cli

@@ -6,14 +6,16 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
-#include <fstream>
 
 #include "commands.h"
 #include "detmoe/compare.h"
 #include "detmoe/data.h"
 #include "detmoe/oracle.h"
+#include "detmoe/output_file.h"
 #include "detmoe/reference_session.h"
+#include "gpu_inventory.h"
 #include "impl_registry.h"
+#include "output_paths.h"
 #include "problem_options.h"
 
 namespace detmoe::cli {
@@ -56,10 +58,6 @@ StatusOr<std::shared_ptr<RowExchange>> make_exchange(const std::string& backend,
 // The megakernel (forward only for now) through the implementation registry: against the oracle
 // and against a rerun of itself.
 int run_verify_megakernel(const VerifyArgs& a) {
-  if (!a.forward_only) {
-    fmt::print(stderr, "detmoe verify --impl megakernel: the megakernel's backward is not built yet; pass --forward-only\n");
-    return kExitUsage;
-  }
   const Shape shape = a.problem.shape().value();
   const RoutingSpec spec = a.problem.routing_spec().value();
   const HostProblem problem = make_seeded_problem(shape, spec, a.problem.seed, false, GradPrecision::kFP32).value();
@@ -84,16 +82,21 @@ int run_verify_megakernel(const VerifyArgs& a) {
 }
 
 int run_verify(const VerifyArgs& a) {
-  if (a.impl == "megakernel") return run_verify_megakernel(a);
-  int count = 0;
-  const cudaError_t err = cudaGetDeviceCount(&count);
-  if (err != cudaSuccess || count == 0) {
-    fmt::print(stderr, "detmoe verify: no usable GPU ({}); the reference layer needs one\n",
-               err != cudaSuccess ? cudaGetErrorString(err) : "device count is 0");
-    return kExitCouldNotRun;
-  }
+  // Usage first (exit 2), then what the run needs (exit 3).
   const Shape shape = a.problem.shape().value();
   const RoutingSpec spec = a.problem.routing_spec().value();
+  if (a.impl == "megakernel") {
+    if (!a.forward_only)
+      throw Error({ErrorCode::kNotImplemented, "verify --impl megakernel: the megakernel's backward is not built yet; pass --forward-only"});
+    if (!a.json_path.empty())
+      throw Error({ErrorCode::kNotImplemented, fmt::format("verify --impl megakernel does not write --json {} yet", a.json_path)});
+  }
+  check_output_path("--json", a.json_path);
+  if (const std::string why = no_gpu_reason(); !why.empty()) {
+    fmt::print(stderr, "detmoe verify: {}; --impl {} runs on a GPU\n", why, a.impl);
+    return kExitCouldNotRun;
+  }
+  if (a.impl == "megakernel") return run_verify_megakernel(a);
   const uint64_t seed = a.problem.seed;
   const Routing routing = generate_routing(shape, spec, seed).value();
   LayerConfig config;
@@ -158,11 +161,7 @@ int run_verify(const VerifyArgs& a) {
   }
   fmt::print("\n{}\n", pass ? "PASS" : "FAIL");
   j["pass"] = pass;
-  if (!a.json_path.empty()) {
-    std::ofstream f(a.json_path);
-    if (!f) throw Error({ErrorCode::kIoError, fmt::format("cannot write --json {}", a.json_path)});
-    f << j.dump(2) << "\n";
-  }
+  if (!a.json_path.empty()) throw_if_error(write_output_file(a.json_path, j.dump(2) + "\n"));
   return pass ? kExitOk : kExitCheckFailed;
 }
 

@@ -10,12 +10,10 @@ GpuInventory query_gpus() {
   cudaDriverGetVersion(&inv.driver_version);
   cudaRuntimeGetVersion(&inv.runtime_version);
   int count = 0;
-  const cudaError_t err = cudaGetDeviceCount(&count);
-  if (err != cudaSuccess) {
-    inv.unavailable_reason = fmt::format("no CUDA device ({})", cudaGetErrorString(err));
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
+    inv.unavailable_reason = no_gpu_reason();
     return inv;
   }
-  if (count == 0) inv.unavailable_reason = "no CUDA device (count 0)";
   for (int i = 0; i < count; ++i) {
     cudaDeviceProp p{};
     if (cudaGetDeviceProperties(&p, i) != cudaSuccess) continue;
@@ -40,6 +38,14 @@ GpuInventory query_gpus() {
     inv.gpus.push_back(g);
   }
   return inv;
+}
+
+std::string no_gpu_reason() {
+  int count = 0;
+  const cudaError_t err = cudaGetDeviceCount(&count);
+  if (err != cudaSuccess) return fmt::format("no usable NVIDIA driver/GPU ({})", cudaGetErrorString(err));
+  if (count == 0) return "no usable NVIDIA driver/GPU (the driver reports 0 devices)";
+  return {};
 }
 
 }  // namespace detmoe::cli

@@ -22,4 +22,9 @@ struct GpuInventory {
 
 GpuInventory query_gpus();
 
+// Why this process has no GPU to run on, or "" when cudaGetDeviceCount found one: "no usable
+// NVIDIA driver/GPU (<CUDA's text>)". CUDA's own text for a missing driver, "CUDA driver version
+// is insufficient for CUDA runtime version", reads like a version mismatch to fix.
+std::string no_gpu_reason();
+
 }  // namespace detmoe::cli
