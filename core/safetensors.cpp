@@ -1,5 +1,6 @@
 #include "detmoe/safetensors.h"
 
+#include "detmoe/host_memory.h"
 #include "detmoe/output_file.h"
 
 #include <fmt/format.h>
@@ -56,69 +57,165 @@ std::vector<uint16_t> as_u16(const NamedTensor& t) {
 
 }  // namespace
 
-StatusOr<std::vector<NamedTensor>> read_safetensors(const std::string& path) {
+namespace {
+
+// The format caps the header at 100 MB; a larger declared length is a corrupt or hostile file.
+constexpr uint64_t kMaxHeaderBytes = 100ull << 20;
+
+bool dtype_width(const std::string& dt, DType& dtype, int64_t& width) {
+  if (dt == "BF16") dtype = DType::kBF16, width = 2;
+  else if (dt == "F32") dtype = DType::kFP32, width = 4;
+  else if (dt == "F64") dtype = DType::kFP64, width = 8;
+  else if (dt == "I32") dtype = DType::kInt32, width = 4;
+  else if (dt == "I64") dtype = DType::kInt32, width = 8;  // narrowed to int32 when every value fits
+  else return false;
+  return true;
+}
+
+}  // namespace
+
+StatusOr<SafetensorsIndex> read_safetensors_index(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
   if (!f) return io_error(fmt::format("cannot open {}", path));
   f.seekg(0, std::ios::end);
-  const uint64_t file_size = static_cast<uint64_t>(f.tellg());
+  const std::streamoff end = f.tellg();
+  if (end < 0) return io_error(fmt::format("{} cannot be read as a file (is it a directory?)", path));
+  const uint64_t file_size = static_cast<uint64_t>(end);
   f.seekg(0);
   uint64_t header_len = 0;
   if (file_size < 8 || !f.read(reinterpret_cast<char*>(&header_len), 8))
     return io_error(fmt::format("{} is too short to be a safetensors file", path));
   if (header_len > file_size - 8) return io_error(fmt::format("{}: header length {} exceeds the file size {}", path, header_len, file_size));
+  if (header_len > kMaxHeaderBytes)
+    return io_error(fmt::format("{}: header length {} exceeds the format's limit of {} bytes", path, header_len, kMaxHeaderBytes));
   std::string header(header_len, '\0');
   f.read(header.data(), static_cast<std::streamsize>(header_len));
+  if (!f) return io_error(fmt::format("{}: cannot read the header", path));
   json h;
   try {
     h = json::parse(header);
   } catch (const json::exception& e) {
     return io_error(fmt::format("{}: header is not JSON: {}", path, e.what()));
   }
-  const uint64_t data_begin = 8 + header_len, data_size = file_size - data_begin;
-  std::vector<NamedTensor> out;
+  if (!h.is_object()) return io_error(fmt::format("{}: header is not a JSON object", path));
+  SafetensorsIndex index;
+  index.path = path;
+  index.data_begin = 8 + header_len;
+  index.data_size = file_size - index.data_begin;
   for (auto it = h.begin(); it != h.end(); ++it) {
     if (it.key() == "__metadata__") continue;
-    try {
-      const std::string dt = it->at("dtype").get<std::string>();
-      const auto shape = it->at("shape").get<std::vector<int64_t>>();
-      const auto offs = it->at("data_offsets").get<std::vector<uint64_t>>();
-      if (offs.size() != 2 || offs[0] > offs[1] || offs[1] > data_size)
-        return io_error(fmt::format("{}: tensor '{}' has data_offsets outside the data", path, it.key()));
-      NamedTensor t;
-      t.name = it.key();
-      t.shape = shape;
-      int64_t width = 0;
-      if (dt == "BF16") t.dtype = DType::kBF16, width = 2;
-      else if (dt == "F32") t.dtype = DType::kFP32, width = 4;
-      else if (dt == "F64") t.dtype = DType::kFP64, width = 8;
-      else if (dt == "I32") t.dtype = DType::kInt32, width = 4;
-      else if (dt == "I64") t.dtype = DType::kInt32, width = 8;
-      else return invalid_argument(fmt::format("{}: tensor '{}' has dtype {}, which is not supported (BF16, F32, F64, I32, I64)", path, t.name, dt));
-      if (static_cast<int64_t>(offs[1] - offs[0]) != t.numel() * width)
-        return io_error(fmt::format("{}: tensor '{}' has {} bytes for {} elements of {}", path, t.name, offs[1] - offs[0], t.numel(), dt));
-      std::vector<uint8_t> raw(offs[1] - offs[0]);
-      f.seekg(static_cast<std::streamoff>(data_begin + offs[0]));
-      f.read(reinterpret_cast<char*>(raw.data()), static_cast<std::streamsize>(raw.size()));
-      if (!f) return io_error(fmt::format("{}: cannot read tensor '{}'", path, t.name));
-      if (dt == "I64") {
-        t.bytes.resize(t.numel() * 4);
-        for (int64_t i = 0; i < t.numel(); ++i) {
-          int64_t v;
-          std::memcpy(&v, &raw[i * 8], 8);
-          if (v < std::numeric_limits<int32_t>::min() || v > std::numeric_limits<int32_t>::max())
-            return invalid_argument(fmt::format("{}: tensor '{}' element {} = {} does not fit int32", path, t.name, i, v));
-          const int32_t w = static_cast<int32_t>(v);
-          std::memcpy(&t.bytes[i * 4], &w, 4);
-        }
-      } else {
-        t.bytes = std::move(raw);
-      }
-      out.push_back(std::move(t));
-    } catch (const json::exception& e) {
-      return io_error(fmt::format("{}: tensor '{}': {}", path, it.key(), e.what()));
+    const json& v = *it;
+    auto bad = [&](const std::string& why) { return io_error(fmt::format("{}: tensor '{}': {}", path, it.key(), why)); };
+    if (!v.is_object() || !v.contains("dtype") || !v.contains("shape") || !v.contains("data_offsets"))
+      return bad("needs dtype, shape and data_offsets");
+    if (!v["dtype"].is_string()) return bad("dtype is not a string");
+    const json& shape = v["shape"];
+    const json& offs = v["data_offsets"];
+    if (!shape.is_array()) return bad("shape is not an array");
+    if (!offs.is_array() || offs.size() != 2) return bad("data_offsets is not a pair");
+    SafetensorsEntry e;
+    e.name = it.key();
+    e.dtype = v["dtype"].get<std::string>();
+    // Whole numbers only: 1.5 would otherwise be truncated into a valid-looking size.
+    int64_t numel = 1;
+    for (const json& d : shape) {
+      if (!d.is_number_unsigned()) return bad(fmt::format("shape entry {} is not a non-negative integer", d.dump()));
+      const uint64_t n = d.get<uint64_t>();
+      if (n > (uint64_t{1} << 40) || (numel > 0 && static_cast<uint64_t>(numel) > (uint64_t{1} << 62) / std::max<uint64_t>(n, 1)))
+        return bad(fmt::format("shape {} has more elements than any file can hold", shape.dump()));
+      e.shape.push_back(static_cast<int64_t>(n));
+      numel *= static_cast<int64_t>(n);
     }
+    for (const json& o : offs)
+      if (!o.is_number_unsigned()) return bad(fmt::format("data offset {} is not a non-negative integer", o.dump()));
+    e.begin = offs[0].get<uint64_t>();
+    e.end = offs[1].get<uint64_t>();
+    if (e.begin > e.end || e.end > index.data_size)
+      return bad(fmt::format("data_offsets [{}, {}] lie outside the data ({} bytes)", e.begin, e.end, index.data_size));
+    DType dtype{};
+    int64_t width = 0;
+    if (dtype_width(e.dtype, dtype, width) && static_cast<uint64_t>(numel) * static_cast<uint64_t>(width) != e.end - e.begin)
+      return bad(fmt::format("{} bytes for {} elements of {}", e.end - e.begin, numel, e.dtype));
+    index.entries.push_back(std::move(e));
+  }
+  // Tensors must not share bytes: an overlap is a corrupt file whose tensors would alias.
+  std::vector<const SafetensorsEntry*> by_begin;
+  for (const auto& e : index.entries) by_begin.push_back(&e);
+  std::sort(by_begin.begin(), by_begin.end(), [](auto* a, auto* b) { return a->begin < b->begin; });
+  for (size_t i = 1; i < by_begin.size(); ++i)
+    if (by_begin[i]->begin < by_begin[i - 1]->end)
+      return io_error(fmt::format("{}: tensors '{}' [{}, {}) and '{}' [{}, {}) overlap", path, by_begin[i - 1]->name,
+                                  by_begin[i - 1]->begin, by_begin[i - 1]->end, by_begin[i]->name, by_begin[i]->begin,
+                                  by_begin[i]->end));
+  return index;
+}
+
+StatusOr<NamedTensor> read_safetensors_tensor(const SafetensorsIndex& index, const SafetensorsEntry& e) {
+  const std::string& path = index.path;
+  NamedTensor t;
+  t.name = e.name;
+  t.shape = e.shape;
+  int64_t width = 0;
+  if (!dtype_width(e.dtype, t.dtype, width))
+    return invalid_argument(fmt::format("{}: tensor '{}' has dtype {}, which is not supported (BF16, F32, F64, I32, I64)", path, e.name, e.dtype));
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return io_error(fmt::format("cannot open {}", path));
+  std::vector<uint8_t> raw(e.end - e.begin);
+  f.seekg(static_cast<std::streamoff>(index.data_begin + e.begin));
+  f.read(reinterpret_cast<char*>(raw.data()), static_cast<std::streamsize>(raw.size()));
+  if (!f) return io_error(fmt::format("{}: cannot read tensor '{}'", path, e.name));
+  if (e.dtype == "I64") {
+    t.bytes.resize(t.numel() * 4);
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      int64_t v;
+      std::memcpy(&v, &raw[i * 8], 8);
+      if (v < std::numeric_limits<int32_t>::min() || v > std::numeric_limits<int32_t>::max())
+        return invalid_argument(fmt::format("{}: tensor '{}' element {} = {} does not fit int32", path, e.name, i, v));
+      const int32_t w = static_cast<int32_t>(v);
+      std::memcpy(&t.bytes[i * 4], &w, 4);
+    }
+  } else {
+    t.bytes = std::move(raw);
+  }
+  return t;
+}
+
+StatusOr<std::vector<NamedTensor>> read_safetensors(const std::string& path) {
+  auto index = read_safetensors_index(path);
+  if (!index.ok()) return index.status();
+  std::vector<NamedTensor> out;
+  for (const SafetensorsEntry& e : index->entries) {
+    auto t = read_safetensors_tensor(*index, e);
+    if (!t.ok()) return t.status();
+    out.push_back(std::move(*t));
   }
   return out;
+}
+
+StatusOr<HostProblem> read_problem_safetensors(const std::string& path, GradPrecision grad_precision,
+                                               std::vector<std::string>* unused) {
+  auto index = read_safetensors_index(path);
+  if (!index.ok()) return index.status();
+  uint64_t bytes = 0;
+  for (const SafetensorsEntry& e : index->entries)
+    if (is_problem_input_name(e.name)) bytes += e.end - e.begin;
+    else if (unused != nullptr) unused->push_back(e.name);
+  // The tensors, then the problem built from them (a copy of the dense data).
+  DETMOE_RETURN_IF_ERROR(require_host_bytes(static_cast<int64_t>(2 * bytes), "reading the inputs of " + path));
+  std::vector<NamedTensor> tensors;
+  for (const SafetensorsEntry& e : index->entries) {
+    if (!is_problem_input_name(e.name)) continue;
+    auto t = read_safetensors_tensor(*index, e);
+    if (!t.ok()) return t.status();
+    tensors.push_back(std::move(*t));
+  }
+  return problem_from_tensors(tensors, grad_precision);
+}
+
+bool is_problem_input_name(const std::string& name) {
+  for (const char* n : kProblemInputNames)
+    if (name == n) return true;
+  return false;
 }
 
 Status write_safetensors(const std::string& path, const std::vector<NamedTensor>& tensors,

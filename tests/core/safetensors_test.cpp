@@ -3,7 +3,10 @@
 
 #include <algorithm>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
+
+#include <fmt/format.h>
 
 #include "detmoe/safetensors.h"
 
@@ -108,6 +111,94 @@ TEST(Safetensors, TruncatedFileIsAnIoError) {
   auto r = read_safetensors(temp("short.safetensors"));
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), ErrorCode::kIoError);
+}
+
+
+// A file written by hand: header JSON as given, then `data_bytes` of data (a sparse tail when
+// `sparse`, so a declared 64 GiB tensor costs no disk).
+std::string hand_written(const char* name, const std::string& header, uint64_t data_bytes) {
+  const std::string path = temp(name);
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  const uint64_t len = header.size();
+  f.write(reinterpret_cast<const char*>(&len), 8);
+  f << header;
+  f.close();
+  std::filesystem::resize_file(path, 8 + header.size() + data_bytes);
+  return path;
+}
+
+// The tiny problem with extra tensors appended (JSON fragments placed after its data).
+std::string with_extras(const char* name, const std::string& extra_entries, uint64_t extra_bytes) {
+  const auto ts = tiny_problem_tensors();
+  std::string header = "{";
+  uint64_t off = 0;
+  for (const auto& t : ts) {
+    header += fmt::format("\"{}\":{{\"dtype\":\"{}\",\"shape\":[{}],\"data_offsets\":[{},{}]}},", t.name,
+                          t.dtype == DType::kBF16 ? "BF16" : t.dtype == DType::kFP32 ? "F32" : "I32",
+                          fmt::join(t.shape, ","), off, off + t.bytes.size());
+    off += t.bytes.size();
+  }
+  header += fmt::format(fmt::runtime(extra_entries), off) + "}";
+  const std::string path = hand_written(name, header, off + extra_bytes);
+  std::fstream f(path, std::ios::binary | std::ios::in | std::ios::out);
+  f.seekp(static_cast<std::streamoff>(8 + header.size()));
+  for (const auto& t : ts) f.write(reinterpret_cast<const char*>(t.bytes.data()), static_cast<std::streamsize>(t.bytes.size()));
+  return path;
+}
+
+TEST(Safetensors, HugeUnusedTensorIsNeverRead) {
+  const uint64_t big = uint64_t{1} << 36;  // 64 GiB, sparse on disk
+  const auto ts = tiny_problem_tensors();
+  uint64_t used = 0;
+  for (const auto& t : ts) used += t.bytes.size();
+  const std::string path = with_extras(
+      "huge.safetensors",
+      "\"optimizer_state\":{{\"dtype\":\"F32\",\"shape\":[" + std::to_string(big / 4) + "],\"data_offsets\":[{0}," +
+          std::to_string(used + big) + "]}},\"router_fp8\":{{\"dtype\":\"F8_E4M3\",\"shape\":[4],\"data_offsets\":[" +
+          std::to_string(used + big) + "," + std::to_string(used + big + 4) + "]}}",
+      big + 4);
+  std::vector<std::string> unused;
+  auto p = read_problem_safetensors(path, GradPrecision::kFP32, &unused);
+  ASSERT_TRUE(p.ok()) << p.status().to_string();
+  EXPECT_EQ(p->shape, (Shape{4, 64, 64, 4, 2, 1, 0}));
+  EXPECT_EQ(unused, (std::vector<std::string>{"optimizer_state", "router_fp8"}));
+  // Reading everything still refuses the dtype it cannot hold, naming it.
+  auto all = read_safetensors_index(path);
+  ASSERT_TRUE(all.ok()) << all.status().to_string();
+  auto fp8_entry = std::find_if(all->entries.begin(), all->entries.end(), [](const auto& e) { return e.name == "router_fp8"; });
+  ASSERT_NE(fp8_entry, all->entries.end());
+  auto fp8 = read_safetensors_tensor(*all, *fp8_entry);
+  ASSERT_FALSE(fp8.ok());
+  EXPECT_NE(fp8.status().message().find("F8_E4M3"), std::string::npos);
+  std::filesystem::remove(path);
+}
+
+TEST(Safetensors, FractionalOverlappingAndOversizedHeadersAreRefused) {
+  auto expect_refused = [](const std::string& header, uint64_t data, const char* what) {
+    const std::string path = hand_written("bad.safetensors", header, data);
+    auto idx = read_safetensors_index(path);
+    ASSERT_FALSE(idx.ok()) << header;
+    EXPECT_NE(idx.status().message().find(what), std::string::npos) << idx.status().message();
+  };
+  expect_refused(R"({"x":{"dtype":"BF16","shape":[2.5,2],"data_offsets":[0,10]}})", 10, "2.5");
+  expect_refused(R"({"x":{"dtype":"BF16","shape":[2,2],"data_offsets":[0.0,8]}})", 8, "0.0");
+  expect_refused(R"({"x":{"dtype":"BF16","shape":[-2,2],"data_offsets":[0,8]}})", 8, "-2");
+  expect_refused(R"({"a":{"dtype":"BF16","shape":[4],"data_offsets":[0,8]},"b":{"dtype":"BF16","shape":[4],"data_offsets":[4,12]}})", 12,
+                 "overlap");
+  expect_refused(R"({"x":{"dtype":"BF16","shape":[4294967296,4294967296],"data_offsets":[0,8]}})", 8, "more elements");
+  expect_refused(R"([1,2,3])", 0, "not a JSON object");
+  // A declared header length beyond the format's cap (the file is sparse, so this costs nothing).
+  const std::string path = temp("hugeheader.safetensors");
+  {
+    std::ofstream f(path, std::ios::binary | std::ios::trunc);
+    const uint64_t len = (uint64_t{1} << 27);
+    f.write(reinterpret_cast<const char*>(&len), 8);
+  }
+  std::filesystem::resize_file(path, 8 + (uint64_t{1} << 27));
+  auto idx = read_safetensors_index(path);
+  ASSERT_FALSE(idx.ok());
+  EXPECT_NE(idx.status().message().find("limit"), std::string::npos) << idx.status().message();
+  std::filesystem::remove(path);
 }
 
 }  // namespace

@@ -78,4 +78,11 @@ if ! nvidia-smi -L >/dev/null 2>&1; then
   expect 3 "bench without a GPU" "$detmoe" bench --no-torch
   grep -q "no usable NVIDIA driver/GPU" "$tmp/out" || { echo "FAIL: no-GPU reason"; cat "$tmp/out"; fail=1; }
 fi
+# Host memory is checked before any allocation: a valid problem too large for the machine fails
+# at once (exit 3) naming the amount, never a std::bad_alloc after minutes.
+start=$(date +%s)
+DETMOE_HOST_MEMORY_LIMIT=8000000000 expect 3 "oracle at deepseek size on an 8 GB host" "$detmoe" oracle --shape deepseek-v3
+grep -q "needs about .* GiB of host memory" "$tmp/out" || { echo "FAIL: no memory estimate in the message"; cat "$tmp/out"; fail=1; }
+[ $(( $(date +%s) - start )) -le 5 ] || { echo "FAIL: the memory check came late"; fail=1; }
+DETMOE_HOST_MEMORY_LIMIT=100000 expect 3 "golden check on a tiny host" "$detmoe" golden check --impl oracle --case small-balanced
 exit $fail

@@ -6,6 +6,7 @@
 #include <cmath>
 #include "commands.h"
 #include "detmoe/data.h"
+#include "detmoe/host_memory.h"
 #include "detmoe/oracle.h"
 #include "detmoe/output_file.h"
 #include "output_paths.h"
@@ -27,15 +28,18 @@ int run_oracle_command(const OracleArgs& a) {
   const Shape shape = a.problem.shape().value();
   const RoutingSpec spec = a.problem.routing_spec().value();
   check_output_path("--json", a.json_path);
+  OracleOptions opt;
+  opt.mode = a.exact ? OracleMode::kExact : OracleMode::kContract;
+  opt.grad_precision = a.grad_dtype == "bf16" ? GradPrecision::kBF16 : GradPrecision::kFP32;
+  opt.threads = a.threads;
+  // Before any allocation: a valid problem too large for this machine fails at once, naming the amount.
+  throw_if_error(require_host_bytes(problem_host_bytes(shape, true) + oracle_host_bytes(shape, !a.forward_only, opt),
+                                    "the CPU oracle of " + shape.to_string()));
   const auto t0 = std::chrono::steady_clock::now();
   const LayerData data = generate_layer_data(shape, a.problem.seed);
   const Routing routing = generate_routing(shape, spec, a.problem.seed).value();
   OracleInputs in = make_oracle_inputs(data, routing);
   if (a.forward_only) in.dout.clear();
-  OracleOptions opt;
-  opt.mode = a.exact ? OracleMode::kExact : OracleMode::kContract;
-  opt.grad_precision = a.grad_dtype == "bf16" ? GradPrecision::kBF16 : GradPrecision::kFP32;
-  opt.threads = a.threads;
   const OracleOutputs out = run_oracle(in, opt).value();
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 

@@ -25,18 +25,11 @@ struct RunArgs {
   std::vector<std::string> replay_given;  // --inputs/--outputs/--impl as given, to refuse them with --write-inputs
 };
 
-// The tensors problem_from_tensors reads; any other name in a replay file is unused.
-constexpr const char* kInputNames[] = {"x", "topk_idx", "topk_w", "w_gate", "w_up", "w_down", "ws_gate", "ws_up", "ws_down", "dout"};
-
 // A capture with a misspelt name ("dot" for "dout") would otherwise replay silently without the
 // part it meant to carry: name every tensor that is not used, and say when there is no backward.
-void note_unused_tensors(const std::string& path, const std::vector<NamedTensor>& tensors) {
-  bool has_dout = false;
-  for (const NamedTensor& t : tensors) {
-    has_dout |= t.name == "dout";
-    if (std::none_of(std::begin(kInputNames), std::end(kInputNames), [&](const char* n) { return t.name == n; }))
-      fmt::print(stderr, "detmoe run: {}: ignoring unknown tensor '{}' (inputs are {})\n", path, t.name, fmt::join(kInputNames, ", "));
-  }
+void note_unused_tensors(const std::string& path, const std::vector<std::string>& unused, bool has_dout) {
+  for (const std::string& name : unused)
+    fmt::print(stderr, "detmoe run: {}: ignoring unknown tensor '{}' (inputs are {})\n", path, name, fmt::join(kProblemInputNames, ", "));
   if (!has_dout) fmt::print(stderr, "detmoe run: {} has no 'dout': the run is forward-only\n", path);
 }
 
@@ -94,9 +87,9 @@ int run_replay(const RunArgs& a) {
   refuse_directory_input("--inputs", a.inputs);
   check_output_path("--outputs", a.outputs);
   const ImplEntry impl = find_impl(a.impl).value();
-  const std::vector<NamedTensor> tensors = read_safetensors(a.inputs).value();
-  note_unused_tensors(a.inputs, tensors);
-  HostProblem p = problem_from_tensors(tensors, grad).value();
+  std::vector<std::string> unused;
+  HostProblem p = read_problem_safetensors(a.inputs, grad, &unused).value();
+  note_unused_tensors(a.inputs, unused, p.backward());
   if (a.forward_only) p.data.dout.clear();
   const std::vector<NamedTensor> outs = impl.run(p).value();
   throw_if_error(write_safetensors(a.outputs, outs, {{"impl", a.impl}, {"platform", impl.platform()}}));

@@ -6,7 +6,7 @@
 namespace detmoe::cli {
 
 bool could_not_run_here(const Status& s) {
-  if (s.code() == ErrorCode::kNotImplemented) return true;
+  if (s.code() == ErrorCode::kNotImplemented || s.code() == ErrorCode::kOutOfMemory) return true;
   if (s.code() != ErrorCode::kCudaError) return false;
   int count = 0;
   return cudaGetDeviceCount(&count) != cudaSuccess || count == 0;
@@ -37,8 +37,9 @@ GoldenCaseRun run_golden_case(const ImplEntry& impl, const golden::GoldenCase& c
   GoldenCaseRun r;
   auto problem = golden::make_case_problem(c);
   if (!problem.ok()) {
-    r.outcome = GoldenOutcome::kFail;
-    r.detail = "cannot build the case's problem: " + problem.status().to_string();
+    r.outcome = could_not_run_here(problem.status()) ? GoldenOutcome::kCouldNotRun : GoldenOutcome::kFail;
+    r.detail = (r.outcome == GoldenOutcome::kFail ? "cannot build the case's problem: " : "could not run: ") +
+               problem.status().to_string();
     return r;
   }
   auto fresh = impl.run(runnable_problem(impl, *problem));  // forward-only for an impl without backward

@@ -23,8 +23,9 @@ struct GoldenCaseRun {
 };
 
 // Whether an implementation's error means "not on this machine" rather than "wrong": no CUDA
-// device visible, or a path that is not built yet (kNotImplemented). Anything else a run returns
-// (a device fault, a timeout, a CUDA error with a device present) is the code's failure.
+// device visible, a path that is not built yet (kNotImplemented), or too little host memory for
+// the problem (kOutOfMemory). Anything else a run returns (a device fault, a timeout, a CUDA
+// error with a device present) is the code's failure.
 bool could_not_run_here(const Status& s);
 
 // Empty when `impl` can run in this process, else why not (a GPU path without a CUDA device).
