@@ -38,13 +38,11 @@ if has build; then
 fi
 cd "$build" || exit 3
 if has tests; then
-  step GPU tests of the touched paths
-  ctest -j4 --timeout 240 -R "golden|gate|cli|bisect|Reference|DevicePlan|RowExchange|OutputFile|Safetensors" >/tmp/ctest.log 2>&1; cat /tmp/ctest.log >>"$OUT/demo.log"
-  echo "ctest exit $?"; grep -E "tests passed|Failed" /tmp/ctest.log | head -20
-  RC_PARAMS=max_success=30 timeout 200 ./tests/megakernel/detmoe_layer_test \
-    --gtest_filter='MegakernelPlan.*:MegakernelLayer.*:MegakernelCombine.*:*MegakernelVsReference*:MegakernelD*:MegakernelFaults.*' \
-    >>"$OUT/demo.log" 2>&1
-  echo "megakernel tests exit $?"; grep -E "^\[  (PASSED|FAILED) " "$OUT/demo.log" | head
+  step "every test but the long property/fuzz runs (GPU tests really run here)"
+  ctest -j4 --timeout 200 -E "${TESTS_EXCLUDE:-MegakernelProperty|ReferenceFuzz}" >/tmp/ctest.log 2>&1; echo "ctest exit $?"
+  cat /tmp/ctest.log >>"$OUT/demo.log"
+  grep -E "tests passed|\*\*\*Failed|\*\*\*Exception|Timeout" /tmp/ctest.log | head -20
+  echo "skipped: $(grep -c '\*\*\*Skipped' /tmp/ctest.log)"
 fi
 if has record; then
   step golden: the committed hashes still hold, then a tensor store recorded at this good commit
