@@ -24,8 +24,11 @@ namespace detmoe::report {
 
 inline constexpr std::string_view kRunSchemaId = "detmoe.run/1";
 
-// DCGM's verdicts. "Could not run" where the check applies is Fail, never Skip; Skip is for a
-// check that does not apply (no GPU present, level too low) and its detail says why.
+// DCGM's verdicts. Skip is for a check that does not apply (no GPU present, level too low) and
+// its detail says why. "Could not run" where the check applies depends on the question asked:
+// `accept` judges a node, so a node that cannot run a check fails it (Fail); `gate` judges a
+// commit, so a check the machine cannot run is Skip with "could not run: …" and the gate exits
+// 3, never blaming the commit for its environment (ci/bisect.sh maps 3 to skip, 125).
 enum class Verdict { kPass, kFail, kSkip, kWarn };
 // What an operator should do about a failed check (after DCGM's error severities).
 enum class Severity { kMonitor, kRetry, kReset, kConfig, kTriage, kIsolate };
