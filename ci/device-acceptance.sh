@@ -39,9 +39,9 @@ step() { echo; echo "=== $* ($(date +%T))"; }
   ./detmoe accept --level 2 --json "$OUT/accept-level2.json" --html "$OUT/accept-level2.html"; echo "accept exit $?"
   step gate: stored speed medians, then the gate, then a planted change
   ./perf/detmoe_perf_layer --shapes=qwen3-30b-a3b --routings=balanced --benchmark_filter=/fwd/ --benchmark_repetitions=5 \
-    --benchmark_report_aggregates_only=true --benchmark_format=json >"$OUT/gate-perf-h200.json"
-  mkdir -p "$root/reports/results" && cp "$OUT/gate-perf-h200.json" "$root/reports/results/"
-  sed 's|"golden": {"impls": \["oracle", "reference"\]}|"golden": {"impls": ["oracle", "reference"], "store": "../golden-store"}|' \
+    --benchmark_report_aggregates_only=true --benchmark_format=json >"$OUT/gate-perf-reference-h200.json"
+  cp "$OUT/gate-perf-reference-h200.json" "$root/ci/"
+  sed 's|"golden": {"impls": \["oracle", "reference", "megakernel"\]}|"golden": {"impls": ["oracle", "reference", "megakernel"], "store": "../golden-store"}|' \
     "$root/ci/gate-baseline-gpu.json" >"$root/ci/gate-baseline-gpu-store.json"
   ./detmoe gate --baseline "$root/ci/gate-baseline-gpu-store.json" --report "$OUT/gate-report.json"; echo "gate exit $?"
   DETMOE_TEST_PLANT=combine-reversed ./detmoe gate --baseline "$root/ci/gate-baseline-gpu-store.json" | grep -E "FAIL|gate:" | head -8

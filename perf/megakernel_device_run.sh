@@ -24,9 +24,9 @@ log=$OUT/megakernel-run.log
     step gate: stored speed medians, the gate, a planted change
     ./detmoe golden record --impl reference --store "$root/golden-store" | tail -1
     ./perf/detmoe_perf_layer --shapes=qwen3-30b-a3b --routings=balanced --benchmark_filter=/fwd/ --benchmark_repetitions=5 \
-      --benchmark_report_aggregates_only=true --benchmark_format=json >"$OUT/gate-perf-h200.json"
-    cp "$OUT/gate-perf-h200.json" "$root/reports/results/"
-    sed 's|"golden": {"impls": \["oracle", "reference"\]}|"golden": {"impls": ["oracle", "reference"], "store": "../golden-store"}|' \
+      --benchmark_report_aggregates_only=true --benchmark_format=json >"$OUT/gate-perf-reference-h200.json"
+    cp "$OUT/gate-perf-reference-h200.json" "$root/ci/"
+    sed 's|"golden": {"impls": \["oracle", "reference", "megakernel"\]}|"golden": {"impls": ["oracle", "reference", "megakernel"], "store": "../golden-store"}|' \
       "$root/ci/gate-baseline-gpu.json" >"$root/ci/gate-baseline-gpu-store.json"
     ./detmoe gate --baseline "$root/ci/gate-baseline-gpu-store.json" --report "$OUT/gate-report.json" | grep -vE "^Pass golden"
     echo "gate exit ${PIPESTATUS[0]}"

@@ -42,7 +42,7 @@ struct BenchArgs {
   bool trace = false;
   std::string python;
   std::string perf_binary = helper_program("perf/detmoe_perf_layer");
-  std::string script = data_path("perf/torch_moe_pipeline.py");
+  std::string script;  // default data_path("perf/torch_moe_pipeline.py"), resolved when the command runs
   std::string json_path;  // default: <impl>_layer_bench.json in the working directory
 };
 
@@ -99,7 +99,7 @@ int run_bench(const BenchArgs& a) {
   if (!a.no_torch) {
     const std::string py = a.python.empty() ? default_python() : a.python;
     const std::string tcmd = fmt::format("NCCL_NVLS_ENABLE=0 PYTHONUNBUFFERED=1 \"{}\" \"{}\" --shapes={} --routings={} --timed={} --seed={} --passes={} --json=\"{}\"",
-                                         py, a.script, joined(a.shapes), joined(a.routings), a.timed, a.seed,
+                                         py, a.script.empty() ? data_path("perf/torch_moe_pipeline.py") : a.script, joined(a.shapes), joined(a.routings), a.timed, a.seed,
                                          mk ? "fwd" : "fwd,fwd+bwd", torch_json);
     fmt::print("$ {}\n", tcmd);
     std::fflush(stdout);
@@ -233,7 +233,7 @@ void add_bench_command(CLI::App& app, Action& run) {
   cmd->add_flag("--trace", args->trace, "megakernel: print each case's task timeline summary (per task kind)");
   cmd->add_option("--python", args->python, "Python with PyTorch (default: /opt/torch/.venv/bin/python or python3)");
   cmd->add_option("--perf-binary", args->perf_binary, "detmoe_perf_layer to run")->capture_default_str();
-  cmd->add_option("--script", args->script, "the PyTorch pipeline script")->capture_default_str();
+  cmd->add_option("--script", args->script, "the PyTorch pipeline script (default: perf/torch_moe_pipeline.py of the data folder)");
   cmd->add_option("--json", args->json_path, "combined JSON output (default: <impl>_layer_bench.json in the working directory)");
   cmd->callback([args, &run] { run = [args] { return run_bench(*args); }; });
 }

@@ -23,8 +23,8 @@ namespace {
 
 struct GoldenArgs {
   std::string impl = "oracle";
-  std::string cases_path = data_path("golden/cases.json");
-  std::string hashes_dir = data_path("golden/hashes");
+  std::string cases_path;  // default data_path("golden/cases.json"), resolved when the command runs
+  std::string hashes_dir;  // default data_path("golden/hashes")
   std::string store_dir;
   std::vector<std::string> only;
 };
@@ -167,12 +167,18 @@ void add_golden_command(CLI::App& app, Action& run) {
                                                   : "run the cases and compare with the recorded hashes (exit 1 on any change, "
                                                     "3 when a case could not run here)");
     sub->add_option("--impl", args->impl, "oracle | reference | megakernel")->capture_default_str();
-    sub->add_option("--cases", args->cases_path, "case definitions (default found in " + data_root_description() + ")")->capture_default_str();
-    sub->add_option("--dir", args->hashes_dir, "folder of hash files")->capture_default_str();
+    sub->add_option("--cases", args->cases_path, "case definitions (default: golden/cases.json of the data folder, see README)");
+    sub->add_option("--dir", args->hashes_dir, "folder of hash files (default: golden/hashes of the data folder)");
     sub->add_option("--store", args->store_dir, "tensor store (record writes it, check reads it for element values)");
     sub->add_option("--case", args->only, "only these cases (record keeps the others' recorded hashes)");
     const bool is_record = std::string(verb) == "record";
-    sub->callback([args, is_record, &run] { run = [args, is_record] { return is_record ? record(*args) : check(*args); }; });
+    sub->callback([args, is_record, &run] {
+      run = [args, is_record] {
+        if (args->cases_path.empty()) args->cases_path = data_path("golden/cases.json");
+        if (args->hashes_dir.empty()) args->hashes_dir = data_path("golden/hashes");
+        return is_record ? record(*args) : check(*args);
+      };
+    });
   }
 }
 

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 
@@ -69,7 +70,15 @@ std::string data_root_description() {
 }
 
 std::string data_path(const std::string& relative) {
-  return data_root().empty() ? relative : (fs::path(data_root()) / relative).string();
+  if (!data_root().empty()) return (fs::path(data_root()) / relative).string();
+  // Said once, on the first default that is needed, so a "cannot open golden/cases.json" that
+  // follows is explained: where DetMoE looked and how to point it at its data.
+  static const bool warned = [] {
+    std::fprintf(stderr, "detmoe: %s\n", data_root_description().c_str());
+    return true;
+  }();
+  (void)warned;
+  return relative;
 }
 
 std::string helper_program(const std::string& relative) {

@@ -18,7 +18,8 @@ namespace detmoe::cli {
 const std::string& data_root();
 // One line for messages: "<root> (from $DETMOE_DATA_DIR)" or "none found (…how to fix…)".
 std::string data_root_description();
-// data_root()/relative, or `relative` itself when no root was found (so the message names it).
+// data_root()/relative; when no root was found, `relative` itself (so a later "cannot open" names
+// it), after one note on stderr saying where DetMoE looked and that DETMOE_DATA_DIR fixes it.
 std::string data_path(const std::string& relative);
 // The folder of the running executable.
 std::string executable_dir();
