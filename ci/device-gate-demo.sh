@@ -5,7 +5,7 @@
 # commits with one planted bad commit. Stages are switched by environment variables; logs and
 # the files to commit go to $OUT (at most 8 files come back: one log, demo.log, and the JSON
 # to commit).
-#   OUT=dir STAGES="build tests record perf gate slow bisect" ci/device-gate-demo.sh
+#   OUT=dir STAGES="build tests replay record perf gate slow bisect" ci/device-gate-demo.sh
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${OUT:-$root/out-device}
@@ -43,6 +43,29 @@ if has tests; then
   cat /tmp/ctest.log >>"$OUT/demo.log"
   grep -E "tests passed|\*\*\*Failed|\*\*\*Exception|Timeout" /tmp/ctest.log | head -20
   echo "skipped: $(grep -c '\*\*\*Skipped' /tmp/ctest.log)"
+fi
+if has replay; then
+  step "replay: PyTorch-made captures through the GPU paths, against the oracle; a seeded file gives the golden bits"
+  py=/opt/torch/.venv/bin/python
+  for fs in 0 64; do
+    "$py" "$root/tests/tools/torch_capture.py" "/tmp/cap$fs.safetensors" --Fs $fs --seed $((fs + 1)) 2>&1 | tail -1
+    ./detmoe run --impl reference --inputs "/tmp/cap$fs.safetensors" --outputs "/tmp/ref$fs.safetensors" --check-oracle \
+      >/tmp/replay.log 2>&1; echo "reference replay (Fs=$fs) exit $?"; cat /tmp/replay.log >>"$OUT/demo.log"
+    grep -E "ignoring|check|vs the oracle" /tmp/replay.log
+    ./detmoe run --impl megakernel --forward-only --inputs "/tmp/cap$fs.safetensors" --outputs "/tmp/mk$fs.safetensors" \
+      --check-oracle >/tmp/replay.log 2>&1; echo "megakernel replay (Fs=$fs, forward) exit $?"; cat /tmp/replay.log >>"$OUT/demo.log"
+    grep -E "check|vs the oracle" /tmp/replay.log
+  done
+  ./detmoe run --write-inputs /tmp/seeded.safetensors --shape small-shared --seed 7 >/dev/null
+  ./detmoe run --impl reference --inputs /tmp/seeded.safetensors --outputs /tmp/seeded-out.safetensors >/tmp/replay.log 2>&1
+  python3 - /tmp/replay.log "$root/golden/hashes/reference.sm90-132sm-cuda13.0.json" <<'PY'
+import json, re, sys
+got = dict(re.findall(r"^  (\S+)\s+\S+\s+([0-9a-f]{32})$", open(sys.argv[1]).read(), re.M))
+rec = {o["name"]: o["xxh3_128"] for c in json.load(open(sys.argv[2]))["cases"] if c["name"] == "small-shared" for o in c["outputs"]}
+same = [n for n in rec if got.get(n) == rec[n]]
+print(f"seeded file replayed through the reference: {len(same)} of {len(rec)} outputs bitwise equal to golden small-shared"
+      + ("" if len(same) == len(rec) and len(got) == len(rec) else f" (MISMATCH: got {sorted(got)}, recorded {sorted(rec)})"))
+PY
 fi
 if has record; then
   step golden: the committed hashes still hold, then a tensor store recorded at this good commit

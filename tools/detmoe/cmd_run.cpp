@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "commands.h"
+#include "detmoe/compare.h"
 #include "detmoe/safetensors.h"
 #include "impl_registry.h"
 #include "output_paths.h"
@@ -21,6 +22,7 @@ struct RunArgs {
   std::string inputs, outputs, write_inputs;
   std::string grad_dtype = "fp32";
   bool forward_only = false;
+  bool check_oracle = false;
   ProblemOptions problem;
   std::vector<std::string> replay_given;  // --inputs/--outputs/--impl as given, to refuse them with --write-inputs
 };
@@ -95,7 +97,19 @@ int run_replay(const RunArgs& a) {
   throw_if_error(write_safetensors(a.outputs, outs, {{"impl", a.impl}, {"platform", impl.platform()}}));
   fmt::print("{} on {}: {} outputs -> {}\n", a.impl, p.shape.to_string(), outs.size(), a.outputs);
   for (const NamedTensor& t : outs) fmt::print("  {:<10} {:<5} {}\n", t.name, to_string(t.dtype), t.hash().hex());
-  return kExitOk;
+  if (!a.check_oracle || a.impl == "oracle") return kExitOk;
+  // The same problem through the CPU oracle, compared with the docs/NUMERICS.md tolerance: a
+  // replayed capture checked on the GPU path without writing a second file.
+  const std::vector<NamedTensor> want = find_impl("oracle").value().run(p).value();
+  bool ok = true;
+  for (const CompareResult& r : compare_all_with_tolerance(outs, want)) {
+    ok &= r.ok();
+    fmt::print("  check {:<10} {} worst error {:.3f} of the allowance{}\n", r.name, r.ok() ? "ok  " : "FAIL", r.max_err_ratio,
+               r.ok() ? "" : fmt::format(", {} of {} out of tolerance, first {} got {} want {}", r.violations, r.count,
+                                         r.first_bad_index, r.first_bad_got, r.first_bad_ref));
+  }
+  fmt::print("{} vs the oracle: {}\n", a.impl, ok ? "within tolerance" : "OUT OF TOLERANCE");
+  return ok ? kExitOk : kExitCheckFailed;
 }
 
 }  // namespace
@@ -109,6 +123,7 @@ void add_run_command(CLI::App& app, Action& run) {
   cmd->add_option("--write-inputs", args->write_inputs, "instead: write the seeded problem of --shape/--seed as an input file");
   cmd->add_option("--grad-dtype", args->grad_dtype, "weight-gradient dtype")->check(CLI::IsMember({"fp32", "bf16"}))->capture_default_str();
   cmd->add_flag("--forward-only", args->forward_only, "ignore dout");
+  cmd->add_flag("--check-oracle", args->check_oracle, "also run the CPU oracle on the same tensors and compare (docs/NUMERICS.md tolerance; exit 1 outside it)");
   args->problem.add_to(*cmd);
   cmd->callback([args, cmd, &run] {
     for (const char* name : {"--impl", "--inputs", "--outputs"})
