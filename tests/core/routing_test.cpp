@@ -228,17 +228,39 @@ TEST(RoutingText, ParsesEveryForm) {
   EXPECT_EQ(parse_routing("empty:4")->empty_experts, 4);
   EXPECT_EQ(parse_routing("zipf1")->to_string(), "zipf1");
   EXPECT_EQ(parse_routing("hot:0.3:5")->to_string(), "hot:0.3:5");
+  EXPECT_EQ(parse_routing("cancel")->cancel_log2, 16);
+  EXPECT_EQ(parse_routing("cancel:20")->to_string(), "cancel:20");
 }
 
 TEST(RoutingText, RejectsBadTextNamingIt) {
   for (const char* text : {"", "bogus", "zipf", "zipf:", "zipf:abc", "zipf:-1", "zipf:inf", "hot", "hot:1.5",
                            "hot:0.3:x", "hot:0.3:-2", "hot:0.1:2:3", "all-to-one:", "empty", "empty:-1",
-                           "empty:2.5", "balanced:1", "explicit"}) {
+                           "empty:2.5", "balanced:1", "explicit", "cancel:0", "cancel:25", "cancel:1.5"}) {
     const StatusOr<RoutingSpec> spec = parse_routing(text);
     ASSERT_FALSE(spec.ok()) << text;
     EXPECT_EQ(spec.status().code(), ErrorCode::kInvalidArgument);
     EXPECT_NE(spec.status().message().find(fmt::format("'{}'", text)), std::string::npos) << spec.status().message();
   }
+}
+
+// "cancel": a twin pair (2m, 2m+1) in slots 0/1 with weights +L and -(L-1), the rest distinct
+// and uniform; shapes without room for a pair are refused by name.
+TEST(RoutingCancel, PairsTwinsWithOppositeWeightsAndRefusesTooSmallShapes) {
+  const Shape s = small_shape(500, 17, 5);  // odd E: the last expert has no twin and is never paired
+  const Routing r = generate_routing(s, parse_routing("cancel:12").value(), 3).value();
+  for (int64_t t = 0; t < 500; ++t) {
+    const int32_t* idx = &r.topk_idx[t * 5];
+    ASSERT_EQ(idx[0] / 2, idx[1] / 2) << t;
+    ASSERT_NE(idx[0], idx[1]) << t;
+    ASSERT_LT(idx[0], 16) << t;
+    ASSERT_EQ(r.topk_w[t * 5], 4096.0f);
+    ASSERT_EQ(r.topk_w[t * 5 + 1], -4095.0f);
+    for (int j = 2; j < 5; ++j) ASSERT_GT(r.topk_w[t * 5 + j], 0.0f);
+  }
+  ASSERT_TRUE(validate_routing(s, r.topk_idx.data(), r.topk_w.data(), 500).ok());
+  const auto k1 = generate_routing(small_shape(4, 8, 1), parse_routing("cancel").value(), 1);
+  ASSERT_FALSE(k1.ok());
+  EXPECT_NE(k1.status().message().find("k >= 2"), std::string::npos) << k1.status().message();
 }
 
 TEST(RoutingExplicit, CopiesListsAndWeights) {
