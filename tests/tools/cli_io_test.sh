@@ -5,14 +5,8 @@
 #   cli_io_test.sh <path to detmoe>
 set -u
 detmoe=$(realpath "$1")
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+source "$(dirname "$0")/expect.sh"
 cd "$tmp" || exit 1
-fail=0
-expect() {  # expect <code> <description> <command...>
-  local want=$1 what=$2; shift 2
-  "$@" >"$tmp/out" 2>&1; local got=$?
-  if [ "$got" -ne "$want" ]; then echo "FAIL: $what: exit $got, want $want"; cat "$tmp/out"; fail=1; else echo "ok: $what"; fi
-}
 says() {  # says <text>: the last command's output contains <text>
   grep -qF -- "$1" "$tmp/out" || { echo "FAIL: output does not say '$1'"; cat "$tmp/out"; fail=1; }
 }

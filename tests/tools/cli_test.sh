@@ -3,13 +3,7 @@
 #   cli_test.sh <path to detmoe>
 set -u
 detmoe=$1
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-fail=0
-expect() {  # expect <code> <description> <command...>
-  local want=$1 what=$2; shift 2
-  "$@" >"$tmp/out" 2>&1; local got=$?
-  if [ "$got" -ne "$want" ]; then echo "FAIL: $what: exit $got, want $want"; cat "$tmp/out"; fail=1; else echo "ok: $what"; fi
-}
+source "$(dirname "$0")/expect.sh"
 expect 0 "help" "$detmoe" --help
 expect 2 "no subcommand" "$detmoe"
 expect 2 "unknown option" "$detmoe" oracle --shape tiny --bogus

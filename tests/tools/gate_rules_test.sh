@@ -10,13 +10,7 @@
 #   gate_rules_test.sh <path to detmoe> <source dir>
 set -u
 detmoe=$1 src=$2
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-fail=0
-expect() {  # expect <code> <description> <command...>
-  local want=$1 what=$2; shift 2
-  "$@" >"$tmp/out" 2>&1; local got=$?
-  if [ "$got" -ne "$want" ]; then echo "FAIL: $what: exit $got, want $want"; cat "$tmp/out"; fail=1; else echo "ok: $what"; fi
-}
+source "$(dirname "$0")/expect.sh"
 has() {  # has <description> <regex>: the last command's output matches
   grep -Eq -- "$2" "$tmp/out" || { echo "FAIL: $1: output lacks /$2/"; cat "$tmp/out"; fail=1; }
 }
