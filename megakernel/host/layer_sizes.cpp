@@ -16,9 +16,9 @@ int64_t round256(int64_t bytes) { return div_up(bytes, 256) * 256; }
 
 Status check_megakernel_limits(const Shape& shape, const LayerConfig& config, int64_t grid_ctas) {
   DETMOE_RETURN_IF_ERROR(validate(config, shape));
-  if (shape.P > kMaxRanks)
+  if (shape.P > kMaxMegakernelRanks)
     return {ErrorCode::kNotImplemented,
-            fmt::format("P = {}: the megakernel's loopback holds at most {} ranks in one launch", shape.P, kMaxRanks)};
+            fmt::format("P = {}: the megakernel's loopback holds at most {} ranks in one launch", shape.P, kMaxMegakernelRanks)};
   if (shape.E > 1024)
     return {ErrorCode::kNotImplemented, fmt::format("E = {}: the megakernel's plan handles at most 1024 experts", shape.E)};
   if (grid_ctas < shape.P)
@@ -38,7 +38,7 @@ Status check_megakernel_limits(const Shape& shape, const LayerConfig& config, in
 }
 
 int32_t plan_chunk_tokens(int64_t T, int64_t P, int64_t grid_ctas) {
-  int32_t c = kPlanChunkTokens;
+  int32_t c = kMaxPlanChunkTokens;
   while (c > kMinPlanChunkTokens && P * div_up(T, c / 2) <= grid_ctas) c /= 2;
   return c;
 }

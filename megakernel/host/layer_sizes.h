@@ -30,11 +30,11 @@ struct LayerSizes {
 };
 
 // Checks that the megakernel can run this problem (beyond validate(config, shape)): bf16,
-// P ≤ kMaxRanks, every row index and TMA coordinate in int32, E ≤ 1024 (plan scratch).
+// P ≤ kMaxMegakernelRanks, every row index and TMA coordinate in int32, E ≤ 1024 (plan scratch).
 // grid_ctas: the persistent grid; it must give each of the P ranks at least one CTA.
 Status check_megakernel_limits(const Shape& shape, const LayerConfig& config, int64_t grid_ctas);
 
-// Tokens per plan chunk for a grid of grid_ctas: kPlanChunkTokens, halved (down to
+// Tokens per plan chunk for a grid of grid_ctas: kMaxPlanChunkTokens, halved (down to
 // kMinPlanChunkTokens) while the halves' P·⌈T / c⌉ dispatch tasks still fit in one wave of the
 // grid. With 128-token chunks deepseek-v3 and mixtral-8x7b (T = 8192) had 64 dispatch tasks and 68
 // of 132 CTAs waiting for them; at 64 tokens 128 CTAs copy. T = 16384 keeps 128 (256 tasks of 64

@@ -123,7 +123,7 @@ DETMOE_DEVICE void place_and_dispatch(const LayerParams& p, const LaunchContext&
   fence_acq_rel_gpu();
   copy_barrier();
   // One signal per (expert, m-block) the chunk's rows fall in: at most two per expert, since a
-  // chunk holds at most plan_chunk_tokens ≤ kPlanChunkTokens ≤ 128 rows of one expert.
+  // chunk holds at most plan_chunk_tokens ≤ kMaxPlanChunkTokens ≤ 128 rows of one expert.
   for (int e = tid; e < p.E; e += kCopyThreads) {
     const int32_t count = hist[e];
     if (count == 0) continue;

@@ -34,7 +34,7 @@
 namespace detmoe::mk {
 
 static_assert(Cfg::kThreads == kPlanThreads, "the plan runs on the GEMM's 384 threads");
-static_assert(kPlanChunkTokens <= kRowsPerMBlock, "a chunk's rows of one expert span ≤ 2 m-blocks");
+static_assert(kMaxPlanChunkTokens <= kRowsPerMBlock, "a chunk's rows of one expert span ≤ 2 m-blocks");
 
 // Register split after setmaxnreg. The producer walks the task list and waits on counters with
 // timeouts, which spills with the GEMM core's 40 registers (and still with 56); 64 + 2·216 = 496

@@ -17,12 +17,14 @@
 
 namespace detmoe::mk {
 
-inline constexpr int kMaxRanks = 8;
+// Ranks one megakernel launch holds (loopback: all of them in one grid). Not detmoe::kMaxRanks,
+// the problem-level limit of validate().
+inline constexpr int kMaxMegakernelRanks = 8;
 // Tokens per plan chunk (the unit of the histogram, of the row placement and of a dispatch task):
-// at most kPlanChunkTokens, at least kMinPlanChunkTokens; the host picks it per launch
+// at most kMaxPlanChunkTokens, at least kMinPlanChunkTokens; the host picks it per launch
 // (plan_chunk_tokens(), layer_sizes.h) so that the dispatch tasks fill the grid. The chunking
 // decides who places and copies a row, never where it goes (the placement is a stable sort).
-inline constexpr int kPlanChunkTokens = 128;
+inline constexpr int kMaxPlanChunkTokens = 128;
 inline constexpr int kMinPlanChunkTokens = 32;
 // Tokens per weighted-sum task (and per slots-ready counter).
 inline constexpr int kSumChunkTokens = 32;
@@ -101,7 +103,7 @@ struct LayerParams {
   int32_t T, H, F, E, k, P, Fs;
   int32_t experts_per_rank;
   int32_t capacity;         // receive rows per rank
-  int32_t plan_chunk_tokens;  // tokens per plan chunk (≤ kPlanChunkTokens)
+  int32_t plan_chunk_tokens;  // tokens per plan chunk (≤ kMaxPlanChunkTokens)
   int32_t chunks_per_rank;    // ⌈T / plan_chunk_tokens⌉
   int32_t sum_chunks;       // ⌈T / kSumChunkTokens⌉
   int32_t token_mblocks;    // ⌈T / 128⌉
@@ -129,8 +131,8 @@ struct LayerParams {
   CUtensorMap act_s_load;  // [P·T, Fs] box 64 × 128 (Fs > 0)
   CUtensorMap s_store;     // [P·T, H] box 64 × 64 (Fs > 0)
 
-  RankTensors rank[kMaxRanks];
-  RankMaps rank_maps[kMaxRanks];
+  RankTensors rank[kMaxMegakernelRanks];
+  RankMaps rank_maps[kMaxMegakernelRanks];
 };
 
 }  // namespace detmoe::mk

@@ -25,11 +25,7 @@ namespace detmoe::mk {
 inline constexpr int kPlanThreads = 384;  // the kernel's block size
 inline constexpr int kPlanWarps = kPlanThreads / 32;
 
-DETMOE_DEVICE uint32_t lanemask_lt() {
-  uint32_t m;
-  asm("mov.u32 %0, %%lanemask_lt;" : "=r"(m));
-  return m;
-}
+using ptx::lanemask_lt;
 
 // Bad-input key: smaller = reported first. Per token: an id fault (out of range or repeated) at
 // the lowest slot, else a non-finite weight at the lowest slot.

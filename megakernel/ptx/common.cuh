@@ -13,6 +13,13 @@ DETMOE_DEVICE uint32_t smem_u32(const void* p) { return static_cast<uint32_t>(__
 
 DETMOE_DEVICE uint32_t lane_id() { return threadIdx.x & 31u; }
 
+// Bits of the lanes below this one: with a match mask, a lane's rank among its peers.
+DETMOE_DEVICE uint32_t lanemask_lt() {
+  uint32_t m;
+  asm("mov.u32 %0, %%lanemask_lt;" : "=r"(m));
+  return m;
+}
+
 // The warp index as a uniform value (the compiler cannot prove threadIdx.x / 32 is uniform).
 DETMOE_DEVICE uint32_t warp_id_uniform() { return __shfl_sync(0xffffffffu, threadIdx.x / 32u, 0); }
 

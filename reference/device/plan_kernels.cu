@@ -42,7 +42,7 @@ __global__ void count_chunks_kernel(const int32_t* idx, int64_t T, int k, int E,
                                     int32_t* chunk_count) {
   extern __shared__ int hist[];
   const int64_t chunk = blockIdx.x;
-  const int64_t s = chunk / chunks_per_rank, t0 = (chunk % chunks_per_rank) * kPlanChunkTokens;
+  const int64_t s = chunk / chunks_per_rank, t0 = (chunk % chunks_per_rank) * kReferencePlanChunkTokens;
   for (int e = threadIdx.x; e < E; e += blockDim.x) hist[e] = 0;
   __syncthreads();
   const int64_t t = t0 + threadIdx.x;
@@ -139,8 +139,8 @@ __global__ void place_rows_kernel(const int32_t* idx, int64_t T, int k, int E, i
                                   int32_t* row_slot, int64_t* slot_row) {
   extern __shared__ int32_t chunk_idx[];
   const int64_t chunk = blockIdx.x;
-  const int64_t s = chunk / chunks_per_rank, t0 = (chunk % chunks_per_rank) * kPlanChunkTokens;
-  const int n = static_cast<int>(T - t0 < kPlanChunkTokens ? T - t0 : kPlanChunkTokens);
+  const int64_t s = chunk / chunks_per_rank, t0 = (chunk % chunks_per_rank) * kReferencePlanChunkTokens;
+  const int n = static_cast<int>(T - t0 < kReferencePlanChunkTokens ? T - t0 : kReferencePlanChunkTokens);
   const int32_t* src = idx + (s * T + t0) * k;
   for (int i = threadIdx.x; i < n * k; i += blockDim.x) chunk_idx[i] = src[i];
   __syncthreads();
@@ -184,7 +184,7 @@ unsigned blocks_for(int64_t n, int threads) { return static_cast<unsigned>((n + 
 
 }  // namespace
 
-int64_t plan_chunks_per_rank(const Shape& shape) { return (shape.T + kPlanChunkTokens - 1) / kPlanChunkTokens; }
+int64_t plan_chunks_per_rank(const Shape& shape) { return (shape.T + kReferencePlanChunkTokens - 1) / kReferencePlanChunkTokens; }
 
 Status launch_plan_kernels(const Shape& shape, const int32_t* topk_idx, const float* topk_w, const PlanTables& t,
                            cudaStream_t stream) {
@@ -197,7 +197,7 @@ Status launch_plan_kernels(const Shape& shape, const int32_t* topk_idx, const fl
   DETMOE_CUDA_RETURN(cudaMemsetAsync(t.error_key, 0xff, sizeof(unsigned long long), stream));
   validate_routing_kernel<<<blocks_for(tokens, 256), 256, 0, stream>>>(topk_idx, topk_w, tokens, k, E, t.error_key);
   DETMOE_LAUNCH_RETURN("validate_routing_kernel");
-  count_chunks_kernel<<<static_cast<unsigned>(chunks), kPlanChunkTokens, E * sizeof(int), stream>>>(topk_idx, T, k, E, cpr,
+  count_chunks_kernel<<<static_cast<unsigned>(chunks), kReferencePlanChunkTokens, E * sizeof(int), stream>>>(topk_idx, T, k, E, cpr,
                                                                                                     t.chunk_base);
   DETMOE_LAUNCH_RETURN("count_chunks_kernel");
   scan_chunks_kernel<<<blocks_for(E, 128), 128, 0, stream>>>(t.chunk_base, cpr, P, E, t.expert_count, t.expert_src_count,
@@ -207,7 +207,7 @@ Status launch_plan_kernels(const Shape& shape, const int32_t* topk_idx, const fl
                                                          t.expert_offset, t.rank_row_begin, t.pair_rows, t.send_offset,
                                                          t.recv_offset, t.max_recv_rows);
   DETMOE_LAUNCH_RETURN("plan_offsets_kernel");
-  place_rows_kernel<<<static_cast<unsigned>(chunks), kPlanChunkTokens, kPlanChunkTokens * k * sizeof(int32_t), stream>>>(
+  place_rows_kernel<<<static_cast<unsigned>(chunks), kReferencePlanChunkTokens, kReferencePlanChunkTokens * k * sizeof(int32_t), stream>>>(
       topk_idx, T, k, E, cpr, t.chunk_base, t.expert_offset, t.row_token, t.row_slot, t.slot_row);
   DETMOE_LAUNCH_RETURN("place_rows_kernel");
   return Status::Ok();

@@ -1,7 +1,7 @@
 // Launchers of the routing-plan kernels (plan_kernels.cu): a counting sort of the global
 // (token, slot) pairs by expert, reproducing reference/host/plan.cpp bit for bit.
 //
-// Tokens are cut into chunks of kPlanChunkTokens inside each source rank. Per chunk and expert
+// Tokens are cut into chunks of kReferencePlanChunkTokens inside each source rank. Per chunk and expert
 // a histogram (shared-memory integer atomics: the count does not depend on their order); an
 // exclusive scan over chunks per expert (one thread per expert walking the chunks in global
 // token order); the expert offsets; then each (token, slot) finds its row as
@@ -18,7 +18,9 @@
 
 namespace detmoe::ref {
 
-inline constexpr int kPlanChunkTokens = 256;
+// The reference plan kernels' chunk (one CTA per chunk); the megakernel picks its own per launch
+// (mk::kMaxPlanChunkTokens). Neither moves a bit: the placement is a stable sort.
+inline constexpr int kReferencePlanChunkTokens = 256;
 
 // Device tables of one plan (global, identical on every rank), typed like RoutingPlan.
 struct PlanTables {

@@ -147,7 +147,7 @@ TEST(LayerSchedule, PlanChunkTokensFillTheGridInOneWave) {
   EXPECT_EQ(plan_chunk_tokens(8192, 8, 132), 128);   // 8 ranks · 64 chunks
   EXPECT_EQ(plan_chunk_tokens(1024, 1, 132), 32);
   EXPECT_EQ(plan_chunk_tokens(1, 1, 1), kMinPlanChunkTokens);
-  EXPECT_EQ(plan_chunk_tokens(65536, 1, 1), kPlanChunkTokens);
+  EXPECT_EQ(plan_chunk_tokens(65536, 1, 1), kMaxPlanChunkTokens);
   for (int64_t T : {1, 31, 100, 4097, 8192, 65536})
     for (int64_t grid : {1, 17, 66, 100, 132}) {
       const int32_t c = plan_chunk_tokens(T, 1, grid);
