@@ -1,10 +1,10 @@
 // The data-movement tasks of the fused kernel, run by the 256 threads of the two consumer
 // warpgroups: place+dispatch (level 0) and the weighted sum (level 3). The combine is GEMM2's
-// epilogue (gemm_tiles.cuh).
+// epilogue (tile_epilogues.cuh).
 //
 // Peers: rank d's slice of a symmetric buffer is base + d·stride (loopback: one allocation;
 // NCCL: the LSA pointer of peer d — docs/MEGAKERNEL.md). Dispatch and the combine (GEMM2's
-// epilogue, gemm_tiles.cuh) PUSH rows: the sender reads its local rows and writes the
+// epilogue, tile_epilogues.cuh) PUSH rows: the sender reads its local rows and writes the
 // receiver's buffer, then signals the receiver's counter, so a rank only ever needs its own
 // inputs locally.
 #pragma once

@@ -128,8 +128,7 @@ DETMOE_DEVICE void run_consumer_tasks(const LayerParams& p, const LaunchContext&
         float acc[Cfg::kAccumulators];
 #pragma unroll
         for (int r = 0; r < Cfg::kAccumulators; ++r) acc[r] = 0.0f;
-        pending_run = consume_tile(wg, g.tile, g.epilogue, g.out_cols, g.map_c, g.map_h, g.map_h != nullptr, p, ctx,
-                                   g.plan_row0, smem, pipe, st, out, acc, flush);
+        pending_run = consume_tile(wg, g, p, ctx, smem, pipe, st, out, acc, flush);
         pending_phase = task.phase;
         pending = g.done;
         break;

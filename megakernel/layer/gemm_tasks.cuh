@@ -16,13 +16,7 @@ namespace detmoe::mk {
 
 static_assert(kDefaultBandMBlocks == Cfg::kBandRows, "overlap_rows = 0 keeps the GEMM core's band order");
 
-struct GemmTask {
-  LayerTile tile;
-  TileEpilogue epilogue;
-  const CUtensorMap* map_c;  // kSwiGLU, kStore
-  const CUtensorMap* map_h;  // GEMM1 with save_h
-  int32_t out_cols;          // F, Fs or H
-  int32_t plan_row0;         // kScatterRows: plan row of the tile's first row
+struct GemmTask : TileWork {
   // Dependency: the producer waits for *wait ≥ wait_target before loading (null: none).
   const unsigned long long* wait;
   uint32_t wait_target;

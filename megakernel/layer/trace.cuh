@@ -43,7 +43,7 @@ struct TaskTracer {
     trace_state.aux = 0;
   }
 
-  // A GEMM task's mainloop has ended; `shape` (0–15, layer/gemm_tiles.cuh TileShape) goes to the
+  // A GEMM task's mainloop has ended; `shape` (0–15, layer/tile_form.h TileShape) goes to the
   // top 4 bits, so the host can time each wgmma form apart.
   static DETMOE_DEVICE void mainloop_done(const LayerParams& p, uint32_t shape) {
     if (writer(p))

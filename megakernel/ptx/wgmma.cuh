@@ -93,7 +93,7 @@ DETMOE_DEVICE void wgmma_m64n256k16_bf16(float (&d)[128], uint64_t desc_a, uint6
 }
 
 // The narrower forms, for tiles whose valid rows or columns fill only part of a 64x256 block
-// (layer/gemm_tiles.cuh, TileShape): D[64xN] (+)= A[64x16] * B[16xN] into d[0, N/2). Register
+// (layer/tile_mainloop.cuh, TileShape): D[64xN] (+)= A[64x16] * B[16xN] into d[0, N/2). Register
 // 4j + q holds the same row and column (8j + ...) as in the m64n256 form, so the epilogues read
 // them unchanged. They always write from register 0: a window further into the array (d[64..])
 // made ptxas serialise the wgmmas (C7511, nvcc 13.0). Each output element sees the same k16

@@ -1,0 +1,171 @@
+// The fused kernel's tile epilogues, on the GEMM core's slab stores (gemm/epilogue.cuh): GEMM1's
+// SwiGLU (a, and h when saved) and routed GEMM2's row scatter into the tokens' y slots (the
+// combine) with the slots-ready signal each row run owes. The shared expert's GEMM2 uses the
+// GEMM core's bf16 store epilogue as it is (gemm_tiles.cuh).
+#pragma once
+
+#include <cuda.h>
+
+#include <cstdint>
+
+#include "detmoe/contract_math.h"
+#include "detmoe/numeric.h"
+#include "megakernel/gemm/epilogue.cuh"
+#include "megakernel/gemm/swiglu_batch.cuh"
+#include "megakernel/layer/layer_params.h"
+#include "megakernel/layer/sync.cuh"
+#include "megakernel/layer/task_list.cuh"
+#include "megakernel/layer/tile_mainloop.cuh"
+
+namespace detmoe::mk {
+
+// GEMM1's epilogue: a[r, f0 + c] = bf16(swiglu(bf16 g, bf16 u)) with the reference's formula
+// (contract_math.h), so the SwiGLU stage compares bitwise with the reference; optionally
+// h[r, f0 + c] = bf16 g and h[r, F + f0 + c] = bf16 u. Gate column c is in the register of column
+// c of the full form; up column c in kUp registers later (64 in the full form, 32 in the narrow
+// gate/up form, whose m64n128 holds 64 gate and 64 up columns).
+struct SplitSwiGLUEpilogue {
+  template <int kUp>
+  DETMOE_DEVICE static void apply(const float (&acc)[Cfg::kAccumulators], const gemm::EpilogueTile& t, int32_t F,
+                                  const CUtensorMap* map_a, const CUtensorMap* map_h, bool store_h,
+                                  gemm::SlabStore& out) {
+    if (store_h) {
+#pragma unroll
+      for (int s = 0; s < 4; ++s) {
+        // Slabs 0, 1: gate columns f0 + 64s; slabs 2, 3: up columns F + f0 + 64(s − 2).
+        const int32_t col = s < 2 ? t.col0 + 64 * s : F + t.col0 + 64 * (s - 2);
+        const int32_t limit = s < 2 ? F : 2 * F;
+        const int first = s < 2 ? 32 * s : kUp + 32 * (s - 2);
+        out.store(map_h, col, limit, t.row, t.row_end, [&](uint32_t slab) {
+          gemm::write_bf16_slab(slab, t.warp, t.lane, [&](int j) { return acc[first + j]; });
+        });
+      }
+    }
+#pragma unroll
+    for (int s = 0; s < 2; ++s) {
+      out.store(map_a, t.col0 + 64 * s, F, t.row, t.row_end, [&](uint32_t slab) {
+        // Two batches of 16: a batch of 32 holds 32 more live registers and spills.
+        float a[2][16];
+#pragma unroll
+        for (int b = 0; b < 2; ++b) {
+          const int c = 32 * s + 16 * b;
+          gemm::swiglu_batch(
+              a[b], [&](int j) { return __bfloat162float(__float2bfloat16_rn(acc[c + j])); },
+              [&](int j) { return __bfloat162float(__float2bfloat16_rn(acc[c + j + kUp])); });
+        }
+        gemm::write_bf16_slab(slab, t.warp, t.lane, [&](int j) { return a[j / 16][j % 16]; });
+      });
+    }
+  }
+};
+
+// A signal owed once a warpgroup's y rows have landed: `amount` row-slabs to `counter` (null:
+// none).
+struct SlotRun {
+  unsigned long long* counter;
+  uint32_t amount;
+};
+
+// The signal thread `thread` of a warpgroup owes for its rows [plan_row0, plan_row0 + rows) of a
+// GEMM2 tile: one per run of rows of the same (source rank, sum chunk) inside a warp, sent by
+// the run's first lane. Rows are sorted by global token, so such rows are contiguous; a run that
+// crosses a warp boundary is signalled in two parts. The count is in row-slabs (64 columns of one
+// row; `slabs` per row here), so a sum chunk is complete at n·k·H/64 whichever warpgroup stored
+// which columns (split tiles give each warpgroup half the columns). Found with one load per lane
+// and a ballot (a serial scan along a run cost one dependent load per row, up to 8 per tile on
+// deepseek). All 32 lanes of each warp must call it.
+DETMOE_DEVICE SlotRun slot_run_of(const LayerParams& p, int32_t plan_row0, int32_t rows, int32_t slabs,
+                                  int32_t thread) {
+  const uint32_t lane = ptx::lane_id();
+  const bool mine = thread < rows;
+  int32_t s = 0, chunk = 0;
+  int64_t key = -1 - static_cast<int64_t>(lane);  // distinct for lanes without a row
+  if (mine) {
+    const int32_t g = __ldcg(p.ws.row_token + plan_row0 + thread);
+    s = g / p.T;
+    chunk = (g % p.T) / kSumChunkTokens;
+    key = static_cast<int64_t>(s) * p.sum_chunks + chunk;
+  }
+  const int64_t before = __shfl_up_sync(0xffffffffu, key, 1);
+  const bool start = mine && (lane == 0 || before != key);
+  const uint32_t starts = __ballot_sync(0xffffffffu, start);
+  const uint32_t owned = __ballot_sync(0xffffffffu, mine);
+  if (!start) return {nullptr, 0};
+  const uint32_t later = lane == 31 ? 0u : starts & (~0u << (lane + 1));
+  const int32_t end = later != 0 ? __ffs(later) - 1 : 32 - __clz(owned);
+  return {rank_counters(p, s) + p.counters.slots_ready + chunk,
+          static_cast<uint32_t>((end - static_cast<int32_t>(lane)) * slabs)};
+}
+
+// Where a warpgroup's GEMM2 rows go and the slots-ready signal it will owe, looked up from the
+// dispatch's row tables (in L2) once per tile, before its epilogue.
+struct ScatterRows {
+  int32_t slot[4];  // rows thread/8 + 16i: global slot g·k + j of the row, −1: none
+  SlotRun run;
+};
+
+// All 32 lanes of each warp call it (slot_run_of's ballot). plan_row0: the warpgroup's first plan
+// row; rows: how many of its 64 rows belong to the tile (≤ 0: none); slabs: its 64-column slabs.
+DETMOE_DEVICE ScatterRows scatter_rows_of(const LayerParams& p, int32_t plan_row0, int32_t rows, int32_t slabs) {
+  ScatterRows out;
+  const uint32_t thread = threadIdx.x % 128;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const int32_t r = static_cast<int32_t>(thread / 8) + 16 * i;
+    out.slot[i] = -1;
+    if (r < rows) {
+      const int32_t g = __ldcg(p.ws.row_token + plan_row0 + r);
+      const int32_t j = __ldcg(p.ws.row_slot + plan_row0 + r);
+      // Written by this launch's dispatch, so always in range; checked anyway because a stale
+      // table (after an abort) must never send a store outside y.
+      if (g >= 0 && g < p.P * p.T && j >= 0 && j < p.k) out.slot[i] = g * p.k + j;
+    }
+  }
+  out.run = rows > 0 && slabs > 0 ? slot_run_of(p, plan_row0, rows, slabs, static_cast<int32_t>(thread))
+                                  : SlotRun{nullptr, 0};
+  return out;
+}
+
+// GEMM2's epilogue with the combine fused in: row i of the warpgroup's 64 rows is plan row
+// plan_row0 + i = (source rank s, token t, slot j) and goes straight to y_slots(s)[t·k + j], so
+// there is no y_sorted buffer and no separate combine pass. Each 64-column slab is written with
+// stmatrix as for a TMA store and copied out by the warpgroup: 8 lanes per row, so every row's
+// piece is one whole aligned 128-byte line (H is a multiple of 64). The warpgroup's columns are
+// [col0, col_end) with col_end ≤ H.
+struct ScatterRowsEpilogue {
+  // Returns the slots-ready signal this thread owes once the stores have landed.
+  DETMOE_DEVICE static SlotRun apply(const float (&acc)[Cfg::kAccumulators], const gemm::EpilogueTile& t,
+                                     int32_t col_end, const LayerParams& p, const LaunchContext& ctx,
+                                     const ScatterRows& where, gemm::SlabStore& out) {
+    const int32_t rows = min(Cfg::kWarpgroupRows, t.row_end - t.row);
+    const int32_t slabs = min(4, (col_end - t.col0) / 64);
+    if (rows <= 0 || slabs <= 0) return {nullptr, 0};
+    const uint32_t thread = t.warp * 32 + t.lane;
+    const uint32_t piece = thread % 8;  // 16-byte piece of a 128-byte row
+    // After an abort the accumulators are garbage and the row tables may be stale: the slabs
+    // are still written and their barriers taken (uniformly), but nothing leaves the CTA.
+    const bool aborted = launch_aborted(ctx);
+    const int32_t rank_slots = p.T * p.k;
+#pragma unroll
+    for (int s = 0; s < 4; ++s) {
+      const int32_t col = t.col0 + 64 * s;
+      if (s >= slabs) break;  // uniform: columns past H or another warpgroup's
+      out.copy_out(
+          [&](uint32_t slab) { gemm::write_bf16_slab(slab, t.warp, t.lane, [&](int j) { return acc[32 * s + j]; }); },
+          [&](uint32_t slab) {
+#pragma unroll
+            for (int i = 0; i < 4; ++i) {
+              if (where.slot[i] < 0 || aborted) continue;
+              const uint32_t r = thread / 8 + 16 * i;
+              const uint4 v = ptx::ld_shared_v4(slab + r * 128 + ((piece ^ (r & 7u)) << 4));
+              uint16_t* row = y_slots(p, where.slot[i] / rank_slots) +
+                              static_cast<int64_t>(where.slot[i] % rank_slots) * p.H;
+              *reinterpret_cast<uint4*>(row + col + piece * 8) = v;
+            }
+          });
+    }
+    return aborted ? SlotRun{nullptr, 0} : where.run;
+  }
+};
+
+}  // namespace detmoe::mk
