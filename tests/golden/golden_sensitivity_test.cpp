@@ -5,7 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <algorithm>
 #include <cstring>
+#include <filesystem>
 
 #include "detmoe/oracle.h"
 #include "detmoe/test_plant.h"
@@ -73,6 +75,39 @@ TEST_F(GoldenSensitivity, CancelRoutingPairsTwinExpertsWithOppositeWeights) {
   for (int64_t e = 1; e < p.shape.E; e += 2)
     ASSERT_TRUE(std::equal(p.data.w_gate.begin() + (e - 1) * FH, p.data.w_gate.begin() + e * FH, p.data.w_gate.begin() + e * FH))
         << "expert " << e << " is not a twin of " << e - 1;
+}
+
+
+// The recorded GPU hashes agree across implementations where the contract says they must: the
+// megakernel's forward (out, y) is bitwise the reference's on every golden case of a platform
+// both were recorded on (docs/MEGAKERNEL.md; the live GPU test is MegakernelGolden.*). A
+// re-record that lets them drift apart fails here, on the CPU, before any GPU run.
+TEST(GoldenCrossImpl, MegakernelForwardEqualsTheReferenceInTheRecordedHashes) {
+  const std::string dir = DETMOE_SOURCE_DIR "/golden/hashes";
+  int compared = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("megakernel.", 0) != 0) continue;
+    const std::string platform = name.substr(11, name.size() - 11 - 5);
+    const auto mk = read_hash_file(entry.path().string());
+    const auto ref = read_hash_file(hash_file_path(dir, "reference", platform));
+    ASSERT_TRUE(mk.ok()) << mk.status().to_string();
+    if (!ref.ok()) continue;  // no reference record for this platform
+    for (const CaseRecord& c : mk->cases) {
+      const auto r = std::find_if(ref->cases.begin(), ref->cases.end(), [&](const CaseRecord& x) { return x.name == c.name; });
+      ASSERT_NE(r, ref->cases.end()) << c.name << " is recorded for the megakernel but not the reference on " << platform;
+      for (const char* output : {"out", "y"}) {
+        auto hash_of = [&](const CaseRecord& rec) {
+          for (const OutputRecord& o : rec.outputs)
+            if (o.name == output) return o.hash;
+          return std::string("(not recorded)");
+        };
+        EXPECT_EQ(hash_of(c), hash_of(*r)) << platform << " " << c.name << " " << output;
+        ++compared;
+      }
+    }
+  }
+  EXPECT_GE(compared, 24) << "the megakernel and reference hash files of one platform should be committed";
 }
 
 }  // namespace
