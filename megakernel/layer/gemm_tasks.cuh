@@ -26,14 +26,40 @@ struct GemmTask : TileWork {
   unsigned long long* done;
 };
 
+// The four GEMM task kinds, routed/shared × GEMM1/GEMM2: what each reads, computes and writes.
+// describe_gemm_task fills a tile from the row of its phase.
+//
+//  kind          A rows (map)               B (per rank)        epilogue       out cols  waits on        signals
+//  routed GEMM1  dispatched x (recv_load)   w_gate_up[e] halves SwiGLU -> a,h  F         dispatch_ready  gemm1_done
+//  shared GEMM1  own x (rank_maps[r].x)     ws_gate_up halves   SwiGLU -> a_s  Fs        —               shared1_done
+//  routed GEMM2  a (act_load)               w_down[e]           scatter to y   H         gemm1_done      slots_ready
+//                                                               slots (combine)                          (per row run)
+//  shared GEMM2  a_s (act_s_load)           ws_down             store s        H         shared1_done    shared2_done
+struct GemmKind {
+  bool routed;            // rows of the experts (the plan) rather than the rank's own tokens
+  bool gemm1;             // gate/up with the SwiGLU epilogue rather than down
+  TileEpilogue epilogue;
+  int32_t width;          // output columns per tile
+};
+
+// The kind of a GEMM phase, the table above as code. (Written with the two predicates rather than
+// a switch over the phase: the switch compiled to different code, and this table was to leave
+// the kernel byte-identical.)
+DETMOE_DEVICE GemmKind gemm_kind(Phase phase) {
+  const bool routed = phase == Phase::kGemm1 || phase == Phase::kGemm2;
+  const bool gemm1 = phase == Phase::kGemm1 || phase == Phase::kSharedGemm1;
+  return {routed, gemm1, gemm1 ? TileEpilogue::kSwiGLU : routed ? TileEpilogue::kScatterRows : TileEpilogue::kStore,
+          gemm1 ? kGemm1Cols : kGemm2Cols};
+}
+
 DETMOE_DEVICE GemmTask describe_gemm_task(const LayerParams& p, const Task& task, int32_t r, const TaskList& list,
                                           ExpertWalker& walker) {
   GemmTask g{};
   unsigned long long* ctr = rank_counters(p, r);
-  const bool routed = task.phase == Phase::kGemm1 || task.phase == Phase::kGemm2;
-  const bool gemm1 = task.phase == Phase::kGemm1 || task.phase == Phase::kSharedGemm1;
-  g.epilogue = gemm1 ? TileEpilogue::kSwiGLU : routed ? TileEpilogue::kScatterRows : TileEpilogue::kStore;
-  const int32_t width = gemm1 ? kGemm1Cols : kGemm2Cols;
+  const GemmKind kind = gemm_kind(task.phase);
+  const bool routed = kind.routed, gemm1 = kind.gemm1;
+  g.epilogue = kind.epilogue;
+  const int32_t width = kind.width;
   const int32_t n_cols = gemm1 ? (routed ? p.F : p.Fs) : p.H;
   // Band order, bands cut inside each expert: a routed phase's tasks are numbered expert by
   // expert (expert e's mb_e m-blocks × n_blocks tiles at [A_e·n_blocks, A_{e+1}·n_blocks), A the
