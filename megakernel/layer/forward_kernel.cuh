@@ -36,12 +36,13 @@ namespace detmoe::mk {
 static_assert(Cfg::kThreads == kPlanThreads, "the plan runs on the GEMM's 384 threads");
 static_assert(kMaxPlanChunkTokens <= kRowsPerMBlock, "a chunk's rows of one expert span ≤ 2 m-blocks");
 
-// Register split after setmaxnreg. The producer walks the task list and waits on counters with
-// timeouts, which spills with the GEMM core's 40 registers (and still with 56); 64 + 2·216 = 496
+// Register split after setmaxnreg, the layer's own (gemm::Tile128x256 keeps the GEMM core's
+// 40/232). The producer walks the task list and waits on counters with timeouts, which spills
+// with the GEMM core's 40 registers (and still with 56); 64 + 2·216 = 496
 // ≤ 512 per thread slot of three warpgroups, and the consumers fit in 216 without spills
 // (ptxas -v: 0 bytes spill, no C7514/C7515 — checked with nvcc 13.0).
-inline constexpr uint32_t kProducerRegisters = 64;
-inline constexpr uint32_t kConsumerRegisters = 216;
+inline constexpr uint32_t kLayerProducerRegisters = 64;
+inline constexpr uint32_t kLayerConsumerRegisters = 216;
 
 // The producer thread: takes the CTA's tasks (tickets, task_ring.cuh), hands each to the
 // consumers, and streams the GEMM tasks' k-blocks.
@@ -181,11 +182,11 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) layer_forward_kernel(const _
     __syncthreads();
     const int warpgroup = static_cast<int>(ptx::warp_id_uniform() / 4);
     if (warpgroup == 0) {
-      ptx::setmaxnreg_dec<kProducerRegisters>();
+      ptx::setmaxnreg_dec<kLayerProducerRegisters>();
       if (threadIdx.x == 0) run_producer_tasks(p, ctx, smem, pipe, ring);
       __syncwarp();  // warp 0 reaches the CTA barrier below converged (bar.sync is .aligned)
     } else {
-      ptx::setmaxnreg_inc<kConsumerRegisters>();
+      ptx::setmaxnreg_inc<kLayerConsumerRegisters>();
       run_consumer_tasks(p, ctx, smem, pipe, ring);
     }
   }
