@@ -13,6 +13,7 @@
 #include "detmoe/config.h"
 #include "detmoe/data.h"
 #include "detmoe/device_tensors.h"
+#include "detmoe/host_problem.h"
 #include "detmoe/routing.h"
 #include "detmoe/row_exchange.h"
 #include "detmoe/status.h"
@@ -36,6 +37,10 @@ class DeviceProblem {
   static StatusOr<std::unique_ptr<DeviceProblem>> create(const Shape& shape, const Routing& routing, const LayerData& data,
                                                          const RowExchange& exchange,
                                                          const DeviceProblemOptions& options = {});
+  // A host problem as it is: seeded data filled on the device (no host copy), any other data
+  // uploaded; the gradient precision is the problem's.
+  static StatusOr<std::unique_ptr<DeviceProblem>> create(const HostProblem& problem, const RowExchange& exchange,
+                                                         DeviceProblemOptions options = {});
   ~DeviceProblem();
   DeviceProblem(const DeviceProblem&) = delete;
   DeviceProblem& operator=(const DeviceProblem&) = delete;

@@ -18,8 +18,9 @@ class ReferenceSession {
                                                             std::shared_ptr<RowExchange> exchange,
                                                             const LayerConfig& config = {},
                                                             const ReferenceOptions& options = {}, bool write_y = true);
-  // The same on host tensors (uploaded; global layout of LayerData).
-  static StatusOr<std::unique_ptr<ReferenceSession>> create(const Shape& shape, const Routing& routing, const LayerData& data,
+  // A host problem (DeviceProblem::create: seeded data filled on the device, other data uploaded);
+  // the gradient precision is the problem's, whatever `config` says.
+  static StatusOr<std::unique_ptr<ReferenceSession>> create(const HostProblem& problem,
                                                             std::shared_ptr<RowExchange> exchange,
                                                             const LayerConfig& config = {},
                                                             const ReferenceOptions& options = {}, bool write_y = true);

@@ -193,6 +193,13 @@ StatusOr<std::unique_ptr<DeviceProblem>> DeviceProblem::create(const Shape& shap
   });
 }
 
+StatusOr<std::unique_ptr<DeviceProblem>> DeviceProblem::create(const HostProblem& problem, const RowExchange& exchange,
+                                                               DeviceProblemOptions options) {
+  options.grad_precision = problem.grad_precision;
+  return problem.seed ? create(problem.shape, problem.routing, *problem.seed, exchange, options)
+                      : create(problem.shape, problem.routing, problem.data, exchange, options);
+}
+
 StatusOr<std::unique_ptr<DeviceProblem>> DeviceProblem::create_filled(const Shape& shape, const Routing& routing,
                                                                       const RowExchange& exchange,
                                                                       const DeviceProblemOptions& options,

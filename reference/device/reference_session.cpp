@@ -23,14 +23,15 @@ StatusOr<std::unique_ptr<ReferenceSession>> ReferenceSession::create(const Shape
   return wire(std::move(problem), shape, std::move(exchange), config, options);
 }
 
-StatusOr<std::unique_ptr<ReferenceSession>> ReferenceSession::create(const Shape& shape, const Routing& routing,
-                                                                     const LayerData& data,
+StatusOr<std::unique_ptr<ReferenceSession>> ReferenceSession::create(const HostProblem& problem,
                                                                      std::shared_ptr<RowExchange> exchange,
                                                                      const LayerConfig& config,
                                                                      const ReferenceOptions& options, bool write_y) {
   if (!exchange) return invalid_argument("exchange is null");
-  auto problem = DeviceProblem::create(shape, routing, data, *exchange, problem_options(config, write_y));
-  return wire(std::move(problem), shape, std::move(exchange), config, options);
+  LayerConfig layer_config = config;
+  layer_config.grad_precision = problem.grad_precision;  // the problem's, for its tensors and the layer alike
+  auto device_problem = DeviceProblem::create(problem, *exchange, problem_options(layer_config, write_y));
+  return wire(std::move(device_problem), problem.shape, std::move(exchange), layer_config, options);
 }
 
 StatusOr<std::unique_ptr<ReferenceSession>> ReferenceSession::wire(StatusOr<std::unique_ptr<DeviceProblem>> problem,

@@ -157,16 +157,9 @@ TEST(MegakernelLayer, UploadedDataGivesTheSeededBits) {
     const Routing r = make_routing(s, "zipf:1", seed);
     const auto seeded = run_megakernel_once(s, r, seed);
     ASSERT_FALSE(seeded.empty());
-    auto ex = make_loopback_exchange(static_cast<int>(P));
-    ASSERT_TRUE(ex.ok()) << ex.status().to_string();
-    auto problem = DeviceProblem::create(s, r, generate_layer_data(s, seed), **ex);
-    ASSERT_TRUE(problem.ok()) << problem.status().to_string();
-    auto layer = Layer::create(s, LayerConfig{});
-    ASSERT_TRUE(layer.ok()) << layer.status().to_string();
-    cudaStream_t stream = (*ex)->stream(0);
-    ASSERT_TRUE((*layer)->forward({(*problem)->inputs(), (*problem)->outputs()}, stream).ok());
-    ASSERT_TRUE((*layer)->synchronize(stream).ok());
-    auto uploaded = (*problem)->download(false);
+    auto c = MegakernelCase::create(HostProblem{s, generate_layer_data(s, seed), r, GradPrecision::kFP32});
+    ASSERT_TRUE(c.ok()) << c.status().to_string();
+    auto uploaded = (*c)->run();
     ASSERT_TRUE(uploaded.ok()) << uploaded.status().to_string();
     EXPECT_TRUE(testing::bitwise_equal(seeded, *uploaded));
   }

@@ -5,12 +5,11 @@
 // fails here, not only in the golden hashes of one of them.
 #include <gtest/gtest.h>
 
-#include "detmoe/device_problem.h"
-#include "detmoe/layer.h"
 #include "detmoe/reference_session.h"
 #include "detmoe/row_exchange.h"
 #include "golden/golden.h"
 #include "gpu_problem.h"
+#include "layer_test_util.h"
 #include "support/gpu.h"
 
 namespace detmoe {
@@ -19,9 +18,7 @@ namespace {
 std::vector<NamedTensor> reference_outputs(const HostProblem& p) {
   auto ex = make_loopback_exchange(static_cast<int>(p.shape.P));
   EXPECT_TRUE(ex.ok()) << ex.status().to_string();
-  std::shared_ptr<RowExchange> exchange(std::move(*ex));
-  auto sess = p.seed ? ReferenceSession::create(p.shape, p.routing, *p.seed, exchange)
-                     : ReferenceSession::create(p.shape, p.routing, p.data, exchange);
+  auto sess = ReferenceSession::create(p, std::shared_ptr<RowExchange>(std::move(*ex)));
   EXPECT_TRUE(sess.ok()) << sess.status().to_string();
   auto out = (*sess)->run(false);
   EXPECT_TRUE(out.ok()) << out.status().to_string();
@@ -29,18 +26,10 @@ std::vector<NamedTensor> reference_outputs(const HostProblem& p) {
 }
 
 std::vector<NamedTensor> megakernel_outputs(const HostProblem& p) {
-  auto ex = make_loopback_exchange(static_cast<int>(p.shape.P));
-  EXPECT_TRUE(ex.ok()) << ex.status().to_string();
-  auto problem = p.seed ? DeviceProblem::create(p.shape, p.routing, *p.seed, **ex)
-                        : DeviceProblem::create(p.shape, p.routing, p.data, **ex);
-  EXPECT_TRUE(problem.ok()) << problem.status().to_string();
-  auto layer = Layer::create(p.shape, LayerConfig{});
-  EXPECT_TRUE(layer.ok()) << layer.status().to_string();
-  if (!problem.ok() || !layer.ok()) return {};
-  cudaStream_t stream = (*ex)->stream(0);
-  EXPECT_TRUE((*layer)->forward({(*problem)->inputs(), (*problem)->outputs()}, stream).ok());
-  EXPECT_TRUE((*layer)->synchronize(stream).ok());
-  auto out = (*problem)->download(false);
+  auto c = testing::MegakernelCase::create(p);
+  EXPECT_TRUE(c.ok()) << c.status().to_string();
+  if (!c.ok()) return {};
+  auto out = (*c)->run();
   EXPECT_TRUE(out.ok()) << out.status().to_string();
   return out.ok() ? *out : std::vector<NamedTensor>{};
 }

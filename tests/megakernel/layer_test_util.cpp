@@ -10,22 +10,37 @@
 
 namespace detmoe::testing {
 
-StatusOr<std::unique_ptr<MegakernelCase>> MegakernelCase::create(const Shape& shape, const Routing& routing,
-                                                                 uint64_t seed, const LayerConfig& config,
-                                                                 const LayerOptions& options, bool write_y) {
+template <class MakeProblem>
+StatusOr<std::unique_ptr<MegakernelCase>> MegakernelCase::assemble(const Shape& shape, const LayerConfig& config,
+                                                                   const LayerOptions& options, MakeProblem&& make_problem) {
   auto c = std::unique_ptr<MegakernelCase>(new MegakernelCase());
   auto ex = make_loopback_exchange(static_cast<int>(shape.P), options.device);
   if (!ex.ok()) return ex.status();
   c->exchange_ = std::move(*ex);
-  DeviceProblemOptions po;
-  po.write_y = write_y;
-  auto problem = DeviceProblem::create(shape, routing, seed, *c->exchange_, po);
+  auto problem = make_problem(*c->exchange_);
   if (!problem.ok()) return problem.status();
   c->problem_ = std::move(*problem);
   auto layer = Layer::create(shape, config, options);
   if (!layer.ok()) return layer.status();
   c->layer_ = std::move(*layer);
   return c;
+}
+
+StatusOr<std::unique_ptr<MegakernelCase>> MegakernelCase::create(const Shape& shape, const Routing& routing,
+                                                                 uint64_t seed, const LayerConfig& config,
+                                                                 const LayerOptions& options, bool write_y) {
+  DeviceProblemOptions po;
+  po.write_y = write_y;
+  return assemble(shape, config, options,
+                  [&](const RowExchange& ex) { return DeviceProblem::create(shape, routing, seed, ex, po); });
+}
+
+StatusOr<std::unique_ptr<MegakernelCase>> MegakernelCase::create(const HostProblem& problem, const LayerConfig& config,
+                                                                 const LayerOptions& options, bool write_y) {
+  DeviceProblemOptions po;
+  po.write_y = write_y;
+  return assemble(problem.shape, config, options,
+                  [&](const RowExchange& ex) { return DeviceProblem::create(problem, ex, po); });
 }
 
 StatusOr<std::vector<NamedTensor>> MegakernelCase::run() {

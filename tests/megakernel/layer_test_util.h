@@ -23,6 +23,9 @@ class MegakernelCase {
   static StatusOr<std::unique_ptr<MegakernelCase>> create(const Shape& shape, const Routing& routing, uint64_t seed,
                                                           const LayerConfig& config = {},
                                                           const LayerOptions& options = {}, bool write_y = true);
+  // A host problem: seeded data filled on the device, other data uploaded (DeviceProblem::create).
+  static StatusOr<std::unique_ptr<MegakernelCase>> create(const HostProblem& problem, const LayerConfig& config = {},
+                                                          const LayerOptions& options = {}, bool write_y = true);
   // Poison, one forward, synchronize, download (out, y).
   StatusOr<std::vector<NamedTensor>> run();
   // Poison, then forward captured in a CUDA graph replayed `replays` times; the outputs of
@@ -37,6 +40,11 @@ class MegakernelCase {
   std::shared_ptr<RowExchange> exchange_;
   std::unique_ptr<DeviceProblem> problem_;
   std::unique_ptr<Layer> layer_;
+
+  // The exchange, the problem `make_problem` puts on it, and a Layer for `shape`.
+  template <class MakeProblem>
+  static StatusOr<std::unique_ptr<MegakernelCase>> assemble(const Shape& shape, const LayerConfig& config,
+                                                            const LayerOptions& options, MakeProblem&& make_problem);
 };
 
 // The GPU reference's forward outputs (out, y) for the same problem.

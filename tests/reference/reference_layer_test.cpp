@@ -117,7 +117,8 @@ TEST(ReferenceLayer, UploadedDataGivesTheSeededBits) {
     const Routing r = make_routing(s, "zipf1", seed);
     auto seeded = session(s, r, seed, loopback(static_cast<int>(P)));
     ASSERT_TRUE(seeded);
-    auto uploaded = ReferenceSession::create(s, r, generate_layer_data(s, seed), loopback(static_cast<int>(P)));
+    auto uploaded = ReferenceSession::create(HostProblem{s, generate_layer_data(s, seed), r, GradPrecision::kFP32},
+                                             loopback(static_cast<int>(P)));
     ASSERT_TRUE(uploaded.ok()) << uploaded.status().to_string();
     EXPECT_TRUE(bitwise_equal(run(*seeded), run(**uploaded)));
   }
@@ -125,7 +126,7 @@ TEST(ReferenceLayer, UploadedDataGivesTheSeededBits) {
   const Shape s{64, 128, 128, 16, 4, 1, 0};
   LayerData short_data = generate_layer_data(s, 1);
   short_data.w_down.resize(10);
-  auto bad = ReferenceSession::create(s, make_routing(s, "balanced", 1), short_data, loopback(1));
+  auto bad = ReferenceSession::create(HostProblem{s, short_data, make_routing(s, "balanced", 1), GradPrecision::kFP32}, loopback(1));
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("w_down has 10 elements"), std::string::npos) << bad.status().message();
 }

@@ -19,7 +19,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <csignal>
 #include <optional>
 
 #include "commands.h"
@@ -31,6 +30,7 @@
 #include "golden/golden.h"
 #include "golden_run.h"
 #include "impl_registry.h"
+#include "interrupt.h"
 
 namespace detmoe::cli {
 namespace {
@@ -42,30 +42,10 @@ struct GateArgs {
   std::vector<std::string> argv;
 };
 
-// The first SIGINT/SIGTERM: stop between checks (and kill a running benchmark's process group),
-// then mark the report "aborted". A second one: remove half-written files and die at once.
-volatile std::sig_atomic_t g_stop_signal = 0;
-
-extern "C" void on_stop_signal(int sig) {
-  if (g_stop_signal != 0) {
-    remove_inflight_output_files();
-    std::signal(sig, SIG_DFL);
-    std::raise(sig);
-    return;
-  }
-  g_stop_signal = sig;
-}
-
-void install_stop_handlers() {
-  struct sigaction sa {};
-  sa.sa_handler = on_stop_signal;
-  sigemptyset(&sa.sa_mask);
-  sa.sa_flags = SA_RESTART;
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
-}
-
-bool stopping() { return g_stop_signal != 0; }
+// After request_graceful_interrupt() the first SIGINT/SIGTERM/SIGHUP is only recorded: the gate
+// stops between checks (and kills a running benchmark's process group), then marks the report
+// "aborted" (interrupt.h). A second one removes half-written files and dies at once.
+bool stopping() { return interrupt_signal() != 0; }
 
 std::string could_not_run(const std::string& why) { return "could not run: " + why; }
 
@@ -189,23 +169,20 @@ int run_gate(const GateArgs& a) {
   initial.run = report::current_run_info("gate", a.argv);
   if (!a.report_path.empty()) g.writer = report::RunReportWriter::open(a.report_path, initial).value();
   else g.report = initial;
-  install_stop_handlers();
+  request_graceful_interrupt();
 
   if (baseline.golden && !stopping()) run_golden(g, *baseline.golden);
   if (baseline.accuracy && !stopping()) run_accuracy(g, *baseline.accuracy);
   if (!baseline.suites.empty() && !stopping())
-    run_performance_checks(baseline.suites, &g_stop_signal, [&](report::CheckResult c) { g.add(std::move(c)); });
+    run_performance_checks(baseline.suites, interrupt_flag(), [&](report::CheckResult c) { g.add(std::move(c)); });
 
-  const int sig = g_stop_signal;
+  const int sig = interrupt_signal();
   if (g.writer) throw_if_error(g.writer->finish(sig ? report::RunState::kAborted : report::RunState::kFinished));
   const int total = g.passed + g.failed + g.skipped;
   if (sig) {
     fmt::print("gate: interrupted by signal {} after {} checks ({} failed, {} could not run){}\n", sig, total, g.failed,
                g.skipped, a.report_path.empty() ? "" : "; report marked aborted: " + a.report_path);
-    std::fflush(stdout);
-    std::signal(sig, SIG_DFL);
-    std::raise(sig);
-    return kExitCouldNotRun;  // if the signal is blocked
+    die_of_signal(sig);
   }
   // Order matters: wrong bits are reported as a failure even when another check could not run.
   const char* verdict = g.failed ? "FAIL" : g.skipped ? "COULD NOT RUN" : g.passed ? "PASS" : "NOTHING CHECKED";

@@ -51,12 +51,7 @@ StatusOr<std::vector<NamedTensor>> run_reference_problem(const HostProblem& p) {
   cudaGetDevice(&device);
   auto ex = make_loopback_exchange(static_cast<int>(p.shape.P), device);
   if (!ex.ok()) return ex.status();
-  LayerConfig config;
-  config.grad_precision = p.grad_precision;
-  std::shared_ptr<RowExchange> exchange(std::move(*ex));
-  // Seeded problems are filled on the device (fast, no host copy); any other data is uploaded.
-  auto session = p.seed ? ReferenceSession::create(p.shape, p.routing, *p.seed, exchange, config)
-                        : ReferenceSession::create(p.shape, p.routing, p.data, exchange, config);
+  auto session = ReferenceSession::create(p, std::shared_ptr<RowExchange>(std::move(*ex)));
   if (!session.ok()) return session.status();
   return (*session)->run(p.backward());
 }
@@ -71,10 +66,7 @@ StatusOr<std::vector<NamedTensor>> run_megakernel_problem(const HostProblem& p) 
   cudaGetDevice(&device);
   auto ex = make_loopback_exchange(static_cast<int>(p.shape.P), device);
   if (!ex.ok()) return ex.status();
-  DeviceProblemOptions po;
-  po.grad_precision = p.grad_precision;
-  auto problem = p.seed ? DeviceProblem::create(p.shape, p.routing, *p.seed, **ex, po)
-                        : DeviceProblem::create(p.shape, p.routing, p.data, **ex, po);
+  auto problem = DeviceProblem::create(p, **ex);
   if (!problem.ok()) return problem.status();
   LayerOptions options;
   options.device = device;

@@ -60,6 +60,8 @@ void request_graceful_interrupt() { g_graceful = 1; }
 
 int interrupt_signal() { return g_signal; }
 
+const volatile std::sig_atomic_t* interrupt_flag() { return &g_signal; }
+
 void die_of_signal(int signo) {
   std::fflush(nullptr);  // what was printed before the signal is not lost with stdio's buffers
   set_action(signo, SIG_DFL);

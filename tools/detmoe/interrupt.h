@@ -6,13 +6,15 @@
 // leaves no `.NAME.tmp.PID.N` files; files already in place stay whole (they are only ever
 // replaced by rename).
 //
-// `accept` asks for a graceful stop instead: its report must end "aborted", not "running". Writing
+// `accept` and `gate` ask for a graceful stop instead: their report must end "aborted", not "running". Writing
 // that report allocates and does file I/O, which a signal handler must not do, so the handler
 // only records the signal; the main thread checks `interrupt_signal()` between checks, writes the
 // aborted report and calls `die_of_signal`. A second signal (the current check may be a GPU run
 // of minutes) falls back to the every-command behaviour: the report then says "running", which
 // the schema defines as "never finished".
 #pragma once
+
+#include <csignal>
 
 namespace detmoe::cli {
 
@@ -25,6 +27,8 @@ void request_graceful_interrupt();
 
 // The signal recorded since request_graceful_interrupt(), or 0.
 int interrupt_signal();
+// The same flag, for code that polls it while waiting (the gate's benchmark children).
+const volatile std::sig_atomic_t* interrupt_flag();
 
 // Restores the default action of `signo` and raises it: the process ends as killed by it.
 [[noreturn]] void die_of_signal(int signo);
