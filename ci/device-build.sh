@@ -11,5 +11,5 @@ case $build in /*) ;; *) build=$DETMOE_ROOT/$build ;; esac
 cmake -S "$DETMOE_ROOT" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_PREFIX_PATH="$DETMOE_ROOT/.devdeps/usr" \
   -DCMAKE_LIBRARY_PATH="$DETMOE_ROOT/.devdeps/usr/lib/x86_64-linux-gnu" \
-  -DNCCL_ROOT="$DETMOE_NCCL_ROOT" >/dev/null
+  -DNCCL_ROOT="$DETMOE_NCCL_ROOT" ${DETMOE_CMAKE_ARGS:-} >/dev/null
 ninja -C "$build" -j"$(nproc)" "$@"

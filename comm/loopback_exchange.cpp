@@ -63,13 +63,18 @@ class LoopbackExchange final : public RowExchange {
 }  // namespace
 
 StatusOr<std::unique_ptr<RowExchange>> make_loopback_exchange(int ranks, int device, cudaStream_t stream) {
+  return make_loopback_exchange(ranks, device, stream, stream == nullptr ? LoopbackStream::kCreate : LoopbackStream::kBorrow);
+}
+
+StatusOr<std::unique_ptr<RowExchange>> make_loopback_exchange(int ranks, int device, cudaStream_t stream,
+                                                              LoopbackStream how) {
   if (ranks < 1 || ranks > 64) return invalid_argument(fmt::format("loopback ranks = {} is out of range [1, 64]", ranks));
   int count = 0;
   DETMOE_CUDA_RETURN(cudaGetDeviceCount(&count));
   if (device < 0 || device >= count)
     return invalid_argument(fmt::format("loopback device = {} is out of range [0, {})", device, count));
   DETMOE_CUDA_RETURN(cudaSetDevice(device));
-  const bool owns = stream == nullptr;
+  const bool owns = how == LoopbackStream::kCreate;
   if (owns) DETMOE_CUDA_RETURN(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   return std::unique_ptr<RowExchange>(new LoopbackExchange(ranks, device, stream, owns));
 }

@@ -64,6 +64,11 @@ Status validate_segments(std::span<const RowSegment> segments, int world_size, s
 
 // P virtual ranks on `device`; a stream is created for them (stream = nullptr) or borrowed.
 StatusOr<std::unique_ptr<RowExchange>> make_loopback_exchange(int ranks, int device = 0, cudaStream_t stream = nullptr);
+// The same, saying whether to create a stream or borrow `stream` — including the null (legacy
+// default) stream, which is the current stream of a PyTorch program that never picked one.
+enum class LoopbackStream { kCreate, kBorrow };
+StatusOr<std::unique_ptr<RowExchange>> make_loopback_exchange(int ranks, int device, cudaStream_t stream,
+                                                              LoopbackStream how);
 
 // One process drives every GPU in `devices` (rank i on devices[i]) with one communicator each.
 StatusOr<std::unique_ptr<RowExchange>> make_nccl_exchange(const std::vector<int>& devices);
