@@ -25,6 +25,10 @@ if has tests; then
   "$root/ci/run-op-tests.sh" "$PY" ${TESTS:-} > "$OUT/tests.log" 2>&1
   echo "tests exit $?"; grep -E "^(ok|skipped|FAILED)|op tests:" "$OUT/tests.log"
 fi
+if has gdb; then
+  step "native backtrace of one test (GDB_TEST)"
+  (cd "$root/python/tests" && timeout 300 gdb -q -batch -ex run -ex bt --args "$PY" -m unittest "$GDB_TEST" 2>&1 | grep -v "^\[New Thread\|^\[Thread" | tail -40)
+fi
 if has example; then
   step "training example: reruns, SM counts, the pipeline's reruns"
   for sms in 0 0 66 17; do

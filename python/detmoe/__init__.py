@@ -20,14 +20,17 @@ __all__ = ["moe", "moe_stacked", "MoE", "resolve_impl", "synchronize", "release_
 
 
 def moe_stacked(x, topk_idx, topk_w, w_gate_up, w_down, shared_gate_up=None, shared_down=None, *, impl="auto",
-                grad_dtype=torch.float32, save_h=True, num_sms=0):
+                grad_dtype=None, save_h=True, num_sms=0):
     """The layer with the gate and up projections stacked (no copy): w_gate_up [E, 2F, H] (rows
     0..F-1 of expert e = W_gate[e], rows F..2F-1 = W_up[e]), w_down [E, H, F]; the shared expert
     as shared_gate_up [2Fs, H] and shared_down [H, Fs]. x [T, H] bf16, topk_idx [T, k] int32 or
     int64, topk_w [T, k]. Returns out [T, H] bf16. Weights may be bf16 or fp32 (fp32 master weights
     are rounded to bf16 inside the op, and their gradient arrives in fp32)."""
+    # The compiled op checks the tensors itself (and the fake implementation for fake tensors):
+    # checking them here again would cost every call tens of microseconds of Python.
+    if grad_dtype is None:
+        grad_dtype = w_gate_up.dtype if isinstance(w_gate_up, torch.Tensor) else torch.float32
     _checks.check_options(impl, num_sms, grad_dtype)
-    _checks.check_inputs(x, topk_idx, topk_w, w_gate_up, w_down, shared_gate_up, shared_down)
     tensors = (x, topk_w, w_gate_up, w_down, shared_gate_up, shared_down)
     needs_grad = torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in tensors)
     out, _ctx = torch.ops.detmoe.forward(x, topk_idx, topk_w, w_gate_up, w_down, shared_gate_up, shared_down, impl,
@@ -35,7 +38,7 @@ def moe_stacked(x, topk_idx, topk_w, w_gate_up, w_down, shared_gate_up=None, sha
     return out
 
 
-def moe(x, topk_idx, topk_w, w_gate, w_up, w_down, shared=None, *, impl="auto", grad_dtype=torch.float32,
+def moe(x, topk_idx, topk_w, w_gate, w_up, w_down, shared=None, *, impl="auto", grad_dtype=None,
         save_h=True, num_sms=0):
     """The MoE layer with weights in nn.Linear layouts: w_gate, w_up [E, F, H], w_down [E, H, F];
     shared = (ws_gate [Fs, H], ws_up [Fs, H], ws_down [H, Fs]) or None.
@@ -47,7 +50,10 @@ def moe(x, topk_idx, topk_w, w_gate, w_up, w_down, shared=None, *, impl="auto", 
     stacked and copy nothing. impl: "auto" (the fastest path whose bits are the contract's: the
     reference for training, the megakernel forward where it is faster or under CUDA-graph
     capture), "reference" or "megakernel" (forward only for now). grad_dtype: the precision the
-    weight gradients are computed in. num_sms: SMs the megakernel may use (0 = all; bits never
+    weight gradients are computed in, torch.float32 or torch.bfloat16; None (default) = the
+    weights' dtype. A gradient reaches its weight in the weight's dtype (torch's rule), so
+    fp32 gradients for bf16 weights would be computed and then rounded by torch: on gpt-oss-120b
+    that rounding alone cost 4.5 ms of a 27 ms step (docs/PYTORCH.md). num_sms: SMs the megakernel may use (0 = all; bits never
     change with it)."""
     for name, w in (("w_gate", w_gate), ("w_up", w_up)):
         if not isinstance(w, torch.Tensor) or w.dim() != 3:
@@ -74,9 +80,9 @@ class MoE(torch.nn.Module):
     the caller's. Parameters default to fp32 (master weights; the op computes in bf16)."""
 
     def __init__(self, hidden, intermediate, experts, top_k, shared_intermediate=0, *, impl="auto",
-                 grad_dtype=torch.float32, save_h=True, num_sms=0, device=None, dtype=torch.float32):
+                 grad_dtype=None, save_h=True, num_sms=0, device=None, dtype=torch.float32):
         super().__init__()
-        _checks.check_options(impl, num_sms, grad_dtype)
+        _checks.check_options(impl, num_sms, dtype if grad_dtype is None else grad_dtype)
         for name, v in (("hidden", hidden), ("intermediate", intermediate), ("experts", experts), ("top_k", top_k)):
             if not isinstance(v, int) or v < 1:
                 _checks._fail(f"{name} = {v!r}; expected an int >= 1")

@@ -265,7 +265,7 @@ class Gpu(unittest.TestCase):
             out = detmoe.moe_stacked(*args())
         for seed in range(10):
             q = problem(Fs=64, seed=100 + seed)
-            for n in ("x", "topk_idx", "topk_w"):
+            for n in static:
                 static[n].copy_(q[n])
             graph.replay()
             want = run(q, backward=False, impl="megakernel")["out"]
@@ -344,25 +344,36 @@ class Gpu(unittest.TestCase):
         from safetensors.torch import load_file, save_file
         p = problem(Fs=64, seed=20)
         F = p["w_gate_up"].shape[1] // 2
+        # fp32 master weights holding bf16 values: the op's fp32 gradients are then `detmoe run`'s
+        # (--grad-dtype fp32, its default); the bf16 weights' own gradients are compared with
+        # `detmoe run --grad-dtype bf16` below.
+        p32 = {n: (t.float() if n.startswith("w") and t is not None else t) for n, t in p.items()}
         tensors = {"x": p["x"], "topk_idx": p["topk_idx"], "topk_w": p["topk_w"].float(),
                    "w_gate": p["w_gate_up"][:, :F], "w_up": p["w_gate_up"][:, F:], "w_down": p["w_down"],
                    "ws_gate": p["ws_gate_up"][:64], "ws_up": p["ws_gate_up"][64:], "ws_down": p["ws_down"],
                    "dout": p["dout"]}
-        mine = run(p)
+        mine = run(p32)
+        mine16 = run(p)
         mine_fwd = run(p, backward=False, impl="megakernel")
         with tempfile.TemporaryDirectory() as tmp:
             save_file({n: t.contiguous().cpu() for n, t in tensors.items()}, f"{tmp}/in.safetensors")
-            for impl, extra in (("reference", []), ("megakernel", ["--forward-only"])):
+            for impl, name, extra in (("reference", "reference", []), ("reference", "bf16", ["--grad-dtype", "bf16"]),
+                                      ("megakernel", "megakernel", ["--forward-only"])):
                 subprocess.run([binary, "run", "--impl", impl, "--inputs", f"{tmp}/in.safetensors", "--outputs",
-                                f"{tmp}/{impl}.safetensors", *extra], check=True, capture_output=True)
+                                f"{tmp}/{name}.safetensors", *extra], check=True, capture_output=True)
             ref = load_file(f"{tmp}/reference.safetensors")
+            ref16 = load_file(f"{tmp}/bf16.safetensors")
             mk = load_file(f"{tmp}/megakernel.safetensors")
         cpu = lambda t: t.detach().cpu()
         pairs = {"out": (mine["out"], ref["out"]), "d_x": (mine["d_x"], ref["d_x"]),
                  "d_topk_w": (mine["d_topk_w"], ref["d_topk_w"]),
                  "dw_gate": (mine["dw_gate_up"][:, :F], ref["dw_gate"]), "dw_up": (mine["dw_gate_up"][:, F:], ref["dw_up"]),
                  "dw_down": (mine["dw_down"], ref["dw_down"]), "dws_gate": (mine["dws_gate_up"][:64], ref["dws_gate"]),
-                 "dws_down": (mine["dws_down"], ref["dws_down"]), "megakernel out": (mine_fwd["out"], mk["out"])}
+                 "dws_down": (mine["dws_down"], ref["dws_down"]), "megakernel out": (mine_fwd["out"], mk["out"]),
+                 "bf16 dw_down": (mine16["dw_down"], ref16["dw_down"]), "bf16 d_x": (mine16["d_x"], ref16["d_x"]),
+                 "bf16 dw_up": (mine16["dw_gate_up"][:, F:], ref16["dw_up"])}
+        rounded = bitwise_equal(mine["dw_gate_up"].bfloat16(), mine16["dw_gate_up"])
+        print(f"  bf16 weight gradients = the fp32 ones rounded to bf16: {rounded}")
         for name, (a, b) in pairs.items():
             self.assertTrue(bitwise_equal(cpu(a), b), name)
 
