@@ -31,6 +31,8 @@ def moe_stacked(x, topk_idx, topk_w, w_gate_up, w_down, shared_gate_up=None, sha
     if grad_dtype is None:
         grad_dtype = w_gate_up.dtype if isinstance(w_gate_up, torch.Tensor) else torch.float32
     _checks.check_options(impl, num_sms, grad_dtype)
+    _checks.check_layout((("x", x), ("w_gate_up", w_gate_up), ("w_down", w_down), ("ws_gate_up", shared_gate_up),
+                          ("ws_down", shared_down)))
     tensors = (x, topk_w, w_gate_up, w_down, shared_gate_up, shared_down)
     needs_grad = torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in tensors)
     out, _ctx = torch.ops.detmoe.forward(x, topk_idx, topk_w, w_gate_up, w_down, shared_gate_up, shared_down, impl,

@@ -79,3 +79,20 @@ def check_options(impl, num_sms, grad_dtype=torch.float32):
         _fail(f"num_sms = {num_sms!r}; expected an int >= 0 (0 = every SM)")
     if grad_dtype not in (torch.float32, torch.bfloat16):
         _fail(f"grad_dtype = {grad_dtype}; expected torch.float32 or torch.bfloat16", TypeError)
+
+
+def check_layout(named):
+    """Contiguity and 16-byte alignment of the dense tensors, checked in Python before the call.
+    The compiled op checks the same, but on the H200 a ValueError raised from its CUDA kernel
+    for a misaligned x crashed the process inside libtorch_python (exit 139; docs/PYTORCH.md,
+    "Known defects"), so these common mistakes are caught here first. `named`: (name, tensor).
+    Skipped while torch.compile traces (fake tensors have no address; the op checks at run time)."""
+    if torch.compiler.is_compiling():
+        return
+    for name, t in named:
+        if t is None or t.device.type != "cuda":
+            continue
+        if not t.is_contiguous():
+            _fail(f"{name} {list(t.shape)} is not contiguous (strides {list(t.stride())}); pass .contiguous()")
+        if t.data_ptr() % 16:
+            _fail(f"{name} starts at {t.data_ptr():#x}, which is not 16-byte aligned")
