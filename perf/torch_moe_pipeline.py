@@ -163,18 +163,24 @@ def time_steps(step, timed, flush, before_step=None, energy_window=0.0, energy=N
     return statistics.median(times), min(times), max(times)
 
 
-def run_case(name, routing, timed, seed, flush, passes, energy_window=1.0):
+def make_case(name, routing, seed):
+    """The timed problem of one shape and routing: (x, w13, w2, dout, topk_idx, topk_w), the
+    differentiable ones with requires_grad set. Scaled like detmoe's data: weights ~ 1/sqrt(fan_in),
+    so activations stay O(1). perf/torch_op_bench.py times the DetMoE op on the same tensors."""
     T, H, Fdim, E, k = SHAPES[name]
     dev, bf16 = "cuda", torch.bfloat16
     gen = torch.Generator(device=dev).manual_seed(seed)
-    # Scaled like detmoe's data: weights ~ 1/sqrt(fan_in), so activations stay O(1).
     x = torch.randn(T, H, device=dev, dtype=bf16, generator=gen)
     w13 = (torch.randn(E, 2 * Fdim, H, device=dev, dtype=bf16, generator=gen) * H ** -0.5).requires_grad_()
     w2 = (torch.randn(E, H, Fdim, device=dev, dtype=bf16, generator=gen) * Fdim ** -0.5).requires_grad_()
     dout = torch.randn(T, H, device=dev, dtype=bf16, generator=gen)
     topk_idx, topk_w = make_routing(T, E, k, routing, gen)
-    x.requires_grad_()
-    topk_w.requires_grad_()
+    return x.requires_grad_(), w13, w2, dout, topk_idx, topk_w.requires_grad_()
+
+
+def run_case(name, routing, timed, seed, flush, passes, energy_window=1.0):
+    T, H, Fdim, E, k = SHAPES[name]
+    x, w13, w2, dout, topk_idx, topk_w = make_case(name, routing, seed)
     fwd_flops = 6.0 * T * k * H * Fdim
     results = []
 

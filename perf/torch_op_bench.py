@@ -20,20 +20,12 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import detmoe  # noqa: E402
-from torch_moe_pipeline import SHAPES, make_routing, moe_forward, time_steps  # noqa: E402
+from torch_moe_pipeline import SHAPES, make_case, moe_forward, time_steps  # noqa: E402
 
 
 def run_case(name, routing, timed, seed, flush, layers):
     T, H, Fdim, E, k = SHAPES[name]
-    dev, bf16 = "cuda", torch.bfloat16
-    gen = torch.Generator(device=dev).manual_seed(seed)
-    x = torch.randn(T, H, device=dev, dtype=bf16, generator=gen)
-    w13 = (torch.randn(E, 2 * Fdim, H, device=dev, dtype=bf16, generator=gen) * H ** -0.5).requires_grad_()
-    w2 = (torch.randn(E, H, Fdim, device=dev, dtype=bf16, generator=gen) * Fdim ** -0.5).requires_grad_()
-    dout = torch.randn(T, H, device=dev, dtype=bf16, generator=gen)
-    topk_idx, topk_w = make_routing(T, E, k, routing, gen)
-    x.requires_grad_()
-    topk_w.requires_grad_()
+    x, w13, w2, dout, topk_idx, topk_w = make_case(name, routing, seed)
     flops = 6.0 * T * k * H * Fdim
     results = []
 
