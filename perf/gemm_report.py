@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Joins detmoe_perf_gemm's Google Benchmark JSON with gemm_grouped_torch.py's JSON into
-reports/results/gemm_<tag>.json and prints the comparison table (Markdown).
+results/gemm_<tag>.json and prints the comparison table (Markdown).
 
 Ratios: ours / baseline in TFLOP/s from medians (>1 = we are faster). Targets (issue 4):
 dense forward ≥ 0.85× cuBLAS, dense data/weight grad ≥ 0.8×, grouped ≥ 0.95× torch._grouped_mm.

@@ -3,7 +3,7 @@
 torch._grouped_mm, one process per GPU, timed like perf/torch_moe_pipeline.py.
 
 Run so far on one GPU only (`torchrun --nproc_per_node=1`, H200, 2026-12-02, balanced, median of
-10; reports/results/torch_ep_pipeline_h200_p1.json beside torch_moe_pipeline.py in the same call):
+10; results/torch_ep_pipeline_h200_p1.json beside torch_moe_pipeline.py in the same call):
 qwen3 fwd 6.82 ms (single-GPU pipeline 4.65), fwd+bwd 16.37 (12.55); gpt-oss fwd 10.03 (8.43),
 fwd+bwd 31.16 (28.79). The gap is presumably the EP bookkeeping at P = 1 (host split sizes, two extra stable
 sorts, the all_to_all copies; not profiled). Not yet run on a node (no multi-GPU
