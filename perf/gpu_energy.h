@@ -1,6 +1,6 @@
 // GPU energy over a stretch of work, from NVML's total-energy counter (millijoules since the
 // driver loaded; Volta and later). On the H200 this kernel runs at the board's power cap, where a
-// launch's time follows the energy it spends (docs/PERF.md step 7), so joules per step are the
+// launch's time follows the energy it spends (docs/perf-journal/megakernel-forward.md step 7), so joules per step are the
 // quantity an optimisation has to move, and they vary less run to run than the clock does.
 //
 // NVML is opened at run time (dlopen of the driver's libnvidia-ml.so.1), so the benchmarks still

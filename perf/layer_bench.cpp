@@ -167,7 +167,7 @@ double quantile(const std::vector<double>& sorted, double q) {
 // them and after the timed ones) and sets the counters. With --steps-out, NVML's SM clock and
 // clock-event reasons are sampled after each timed step (outside the timed region), the median
 // clock becomes a counter, and every step's time, clock and reasons go to one JSON line named
-// `what` (gpt-oss's step times are bimodal, docs/PERF.md step 10: this is how to see which steps
+// `what` (gpt-oss's step times are bimodal, docs/perf-journal/megakernel-forward.md step 10: this is how to see which steps
 // ran slow and at what clock). `after(ms)` runs after each timed step,
 // outside the timed region. The energy counters cover the timed steps and, to make the window
 // long against NVML's counter updates, as many more steps of the same pattern as fit in

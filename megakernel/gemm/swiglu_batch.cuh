@@ -1,7 +1,7 @@
 // SwiGLU for a thread's batch of N (gate, up) pairs, bitwise equal to contract_swiglu on each.
 //
 // `contract_swiglu` compiled per element puts every element's reciprocal in its own branch region
-// around rcp.rn's slow-path test, so a thread's sigmoids hardly overlap (docs/PERF.md step 8: the
+// around rcp.rn's slow-path test, so a thread's sigmoids hardly overlap (docs/perf-journal/megakernel-forward.md step 8: the
 // sigmoid was 11.7 % of the layer kernel's executed instructions). Here the batch computes every
 // 1 + e^−g first, tests them all once, and on the fast path (|x| normal and below 2^126: every
 // g above about −87) takes rcp.rn's fast-path instructions branch-free (ptx::rcp_rn_fast, equal

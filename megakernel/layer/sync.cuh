@@ -86,7 +86,7 @@ DETMOE_DEVICE void signal_add(unsigned long long* counter, uint32_t epoch, uint3
 // every rank's counters with (epoch << 32) | 0 before its first grid barrier, so a task's
 // signal is one fire-and-forget red.release and no L2 round trip. Reading the counter first
 // (signal_add) held the consumers ≈ 0.4 µs longer per GEMM1 tile and ≈ 0.9 µs per GEMM2 tile
-// between mainloop and epilogue on the H200 (docs/PERF.md step 7).
+// between mainloop and epilogue on the H200 (docs/perf-journal/megakernel-forward.md step 7).
 DETMOE_DEVICE void signal_stamped(unsigned long long* counter, uint32_t n) { red_add_release_u64(counter, n); }
 
 // Where a wait is, for the fault record.

@@ -2,7 +2,7 @@
 // number of their list from one global ticket counter (atomicAdd), so tasks start in list order
 // whatever each task took to run. A static deal (task j to CTA j mod members) let CTAs drift
 // apart when tiles differ in length, and the CTAs sharing an expert's weight panel — consecutive
-// tasks — then read it from HBM at different times (ncu, docs/PERF.md step 5). With tickets
+// tasks — then read it from HBM at different times (ncu, docs/perf-journal/megakernel-forward.md step 5). With tickets
 // the tasks running at once are always a window of consecutive tasks.
 //
 // Who runs a task still changes only speed: a task's result depends on its number alone. The

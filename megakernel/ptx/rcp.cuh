@@ -3,7 +3,7 @@
 // ptxas expands rcp.rn.f32 into a range test, a branch to a slow-path subroutine, and the fast
 // path MUFU.RCP; FFMA t = x·r − 1; FADD.FTZ t = −t; FFMA r = r·t + r (nvdisasm of the layer
 // kernel, nvcc 13.0, sm_90a). In GEMM1's SwiGLU epilogue every element sits in its own
-// branch region around that test, so a thread's 64 sigmoids barely overlap (docs/PERF.md step 8:
+// branch region around that test, so a thread's 64 sigmoids barely overlap (docs/perf-journal/megakernel-forward.md step 8:
 // the sigmoid is 11.7 % of the kernel's executed instructions). Where the test passes, the same
 // four instructions written out below give the same bits; a caller tests a whole batch with
 // rcp_rn_fast_path and keeps `1.0f / x` for a batch that fails. tests/megakernel/rcp_test.cu checks

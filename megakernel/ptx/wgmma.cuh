@@ -23,7 +23,7 @@ DETMOE_DEVICE uint64_t make_smem_desc_sw128(uint32_t smem_addr, uint32_t lbo_byt
 // Moves a descriptor's start address by `bytes` (a multiple of 16 that stays inside the
 // 256 KB shared window, so the 14-bit field cannot carry into its neighbours). A 32-bit add on
 // the low word: the high word passes through, one add per operand per wgmma instead of a 64-bit
-// add's two (desc_advance was 20.7 % of the layer kernel's executed instructions, PERF.md step 8).
+// add's two (desc_advance was 20.7 % of the layer kernel's executed instructions, docs/perf-journal/megakernel-forward.md step 8).
 DETMOE_DEVICE uint64_t desc_advance(uint64_t desc, uint32_t bytes) {
   const uint32_t low = static_cast<uint32_t>(desc) + (bytes >> 4);
   return (desc & ~uint64_t{0xFFFFFFFFu}) | low;

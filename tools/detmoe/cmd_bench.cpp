@@ -62,7 +62,7 @@ nlohmann::json read_json(const std::string& path) {
 struct Row {
   double ref_ms = 0, ref_tflops = 0, grouped_ms = 0, mk_ms = 0, mk_tflops = 0, torch_ms = 0, torch_tflops = 0;
   // NVML energy per step, flush and gaps included (0: not measured): at the board's power cap a
-  // step's time follows its energy (docs/PERF.md step 7).
+  // step's time follows its energy (docs/perf-journal/megakernel-forward.md step 7).
   double mk_joules = 0, mk_watts = 0, torch_joules = 0, torch_watts = 0;
 };
 
