@@ -280,34 +280,58 @@ class Gpu(unittest.TestCase):
                 detmoe.moe_stacked(x, p["topk_idx"], p["topk_w"], p["w_gate_up"], p["w_down"])
         self.assertIn("cannot be captured", str(caught.exception))
 
-    def test_bad_device_arguments(self):
+    # Each bad argument is its own test: ci/run-op-tests.sh runs every test in its own process, so
+    # a crash (exit 139 was seen on the H200 for a misaligned x) names its case and the others run.
+    def assert_value_error(self, fragment, fn):
+        with self.assertRaises(ValueError) as c:
+            fn()
+        self.assertIn(fragment, str(c.exception))
+        print("  raised:", str(c.exception).splitlines()[0][:160])
+
+    def test_misaligned_x_raises(self):
         p = problem(seed=16)
         flat = torch.empty(300 * 256 + 1, dtype=torch.bfloat16, device="cuda")
-        misaligned = flat[1:].view(300, 256)
-        with self.assertRaises(ValueError) as c:
-            detmoe.moe_stacked(misaligned, p["topk_idx"], p["topk_w"], p["w_gate_up"], p["w_down"])
-        self.assertIn("not 16-byte aligned", str(c.exception))
-        with self.assertRaises(ValueError) as c:
-            detmoe.moe_stacked(p["x"].T.contiguous().T, p["topk_idx"], p["topk_w"], p["w_gate_up"], p["w_down"])
-        self.assertIn("x [300, 256] is not contiguous", str(c.exception))
-        with self.assertRaises(ValueError) as c:
-            detmoe.moe_stacked(p["x"], p["topk_idx"], p["topk_w"].cpu(), p["w_gate_up"], p["w_down"])
-        self.assertIn("topk_w is on cpu", str(c.exception))
+        self.assert_value_error("not 16-byte aligned", lambda: detmoe.moe_stacked(
+            flat[1:].view(300, 256), p["topk_idx"], p["topk_w"], p["w_gate_up"], p["w_down"]))
+
+    def test_noncontiguous_x_raises(self):
+        p = problem(seed=16)
+        self.assert_value_error("x [300, 256] is not contiguous", lambda: detmoe.moe_stacked(
+            p["x"].T.contiguous().T, p["topk_idx"], p["topk_w"], p["w_gate_up"], p["w_down"]))
+
+    def test_misaligned_x_raises_from_the_compiled_op(self):
+        p = problem(seed=16)
+        flat = torch.empty(300 * 256 + 1, dtype=torch.bfloat16, device="cuda")
+        with torch.no_grad():
+            self.assert_value_error("not 16-byte aligned", lambda: torch.ops.detmoe.forward(
+                flat[1:].view(300, 256), p["topk_idx"], p["topk_w"], p["w_gate_up"], p["w_down"], None, None, "auto",
+                0, True, False, False))
+
+    def test_topk_w_on_another_device_raises(self):
+        p = problem(seed=16)
+        self.assert_value_error("topk_w is on cpu", lambda: detmoe.moe_stacked(
+            p["x"], p["topk_idx"], p["topk_w"].cpu(), p["w_gate_up"], p["w_down"]))
+
+    def test_expert_id_out_of_range_raises_in_training(self):
+        p = problem(seed=16)
         bad = p["topk_idx"].clone()
         bad[7, 2] = 16
         x = p["x"].clone().requires_grad_()
-        with self.assertRaises(ValueError) as c:  # the reference path (training) raises at the call
-            detmoe.moe_stacked(x, bad, p["topk_w"], p["w_gate_up"], p["w_down"])
-        self.assertIn("topk_idx", str(c.exception))
+        # The reference path (training) reports it at the call.
+        self.assert_value_error("topk_idx", lambda: detmoe.moe_stacked(x, bad, p["topk_w"], p["w_gate_up"],
+                                                                       p["w_down"]))
         bad[7, 2] = (1 << 32) + 3  # int64 ids are never wrapped into range
-        with self.assertRaises(ValueError):
-            detmoe.moe_stacked(x, bad, p["topk_w"], p["w_gate_up"], p["w_down"])
+        self.assert_value_error("topk_idx", lambda: detmoe.moe_stacked(x, bad, p["topk_w"], p["w_gate_up"],
+                                                                       p["w_down"]))
+        run(p)  # the layer works again
+
+    def test_expert_id_out_of_range_surfaces_at_synchronize_on_the_megakernel(self):
+        p = problem(seed=16)
+        bad = p["topk_idx"].clone()
         bad[7, 2] = 16
         with torch.no_grad():  # the megakernel path records the fault; synchronize() raises it
             detmoe.moe_stacked(p["x"], bad, p["topk_w"], p["w_gate_up"], p["w_down"], impl="megakernel")
-        with self.assertRaises(ValueError) as c:
-            detmoe.synchronize()
-        print("  megakernel fault:", str(c.exception).splitlines()[0])
+        self.assert_value_error("topk_idx", detmoe.synchronize)
         detmoe.synchronize()  # reported once
         run(p, backward=False, impl="megakernel")  # the layer works again
 
