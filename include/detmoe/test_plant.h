@@ -7,6 +7,8 @@
 //   megakernel-slowdown the megakernel runs on 90 % of the SMs: same bits (D1), 6-9 % slower on the
 //                      H200 (measured on the four DESIGN.md shapes),
 //                      as a performance regression would be (the gate's speed check must fail)
+//   fuzz-mismatch      `detmoe fuzz` flips a bit of a rerun's first output for problems of more
+//                      than 37 tokens: a nondeterminism its campaign must find, shrink and replay
 #pragma once
 
 namespace detmoe {

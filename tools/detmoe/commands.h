@@ -25,6 +25,7 @@ void add_gate_command(CLI::App& app, Action& run);
 void add_golden_command(CLI::App& app, Action& run);
 void add_report_command(CLI::App& app, Action& run);
 void add_run_command(CLI::App& app, Action& run);
+void add_fuzz_command(CLI::App& app, Action& run);
 
 // For subcommands not built yet: exit 2 with a message that says so.
 int not_implemented(const char* what);

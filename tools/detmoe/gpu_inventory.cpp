@@ -48,4 +48,16 @@ std::string no_gpu_reason() {
   return {};
 }
 
+report::Inventory to_report(const GpuInventory& inv) {
+  report::Inventory r;
+  auto version = [](int v) { return v ? fmt::format("{}.{}", v / 1000, (v % 1000) / 10) : std::string(); };
+  r.driver_version = version(inv.driver_version);
+  r.runtime_version = version(inv.runtime_version);
+  r.unavailable_reason = inv.unavailable_reason;
+  for (const GpuInfo& g : inv.gpus)
+    r.gpus.push_back({g.index, g.name, g.uuid, g.pci_bus_id, g.sm_count, fmt::format("{}.{}", g.cc_major, g.cc_minor),
+                      static_cast<std::uint64_t>(g.memory_bytes)});
+  return r;
+}
+
 }  // namespace detmoe::cli

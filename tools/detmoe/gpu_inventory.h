@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include "detmoe/report.h"
+
 namespace detmoe::cli {
 
 struct GpuInfo {
@@ -21,6 +23,8 @@ struct GpuInventory {
 };
 
 GpuInventory query_gpus();
+// The inventory as run reports hold it (versions as "13.0").
+report::Inventory to_report(const GpuInventory& inv);
 
 // Why this process has no GPU to run on, or "" when cudaGetDeviceCount found one: "no usable
 // NVIDIA driver/GPU (<CUDA's text>)". CUDA's own text for a missing driver, "CUDA driver version

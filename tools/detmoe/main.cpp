@@ -37,6 +37,7 @@ int main(int argc, char** argv) {
   detmoe::cli::add_gate_command(app, run);
   detmoe::cli::add_golden_command(app, run);
   detmoe::cli::add_report_command(app, run);
+  detmoe::cli::add_fuzz_command(app, run);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
