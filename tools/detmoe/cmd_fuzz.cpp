@@ -1,6 +1,8 @@
 // detmoe fuzz: a campaign of drawn problems (fuzz_cases.h) through one implementation of the
 // registry, each checked for
 //   D0   a rerun gives the same bits (every output);
+//   D1   a run with drawn speed knobs (num_sms, comm_sms, overlap_rows, save_h) gives the same
+//        bits, for implementations that have knobs;
 //   vs   the --against implementation within the docs/NUMERICS.md tolerance, and bitwise on the
 //        outputs named by --bitwise (the megakernel's out and y equal the reference's);
 //   D2   the same global problem split over another EP size gives the same bits (every output
@@ -11,8 +13,8 @@
 // experts, …) while it keeps failing, and the command that replays it is printed. Progress goes
 // to stdout; the run report (detmoe.run/1, one check per problem) is rewritten every few
 // seconds, at every failure and at the end. Problem i of a seed is a pure function of (seed, i),
-// so a campaign continues with --start. Not checked here: D1 (the registry runs every
-// implementation with its default knobs; the megakernel's own tests vary them).
+// so a campaign continues with --start.
+#include <cuda_runtime_api.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -68,8 +70,27 @@ std::vector<std::string> split_names(const std::string& s) {
 // states, e.g. a shape it does not take yet: reported as Skip with the reason, never hidden).
 struct Outcome {
   enum Kind { kPass, kFail, kRefused } kind = kPass;
-  std::string detail;
+  std::string detail;  // why it failed or was refused; for a pass, what was not checked and why
 };
+
+// Speed knobs for D1, a pure function of the problem: any SM count that leaves each of the P
+// rank slices a CTA, a few data-movement SMs, a band height, h saved or recomputed.
+LayerConfig draw_knobs(const FuzzCase& c, int sms) {
+  uint64_t x = c.data_seed * 0x9e3779b97f4a7c15ull + static_cast<uint64_t>(c.index);
+  auto next = [&x](int64_t n) {
+    x ^= x >> 33, x *= 0xff51afd7ed558ccdull, x ^= x >> 33;
+    return static_cast<int64_t>(x % static_cast<uint64_t>(n));
+  };
+  LayerConfig k;
+  const int64_t lo = std::min<int64_t>(c.shape.P, sms);
+  k.num_sms = static_cast<int32_t>(lo + next(sms - lo + 1));
+  k.comm_sms = static_cast<int32_t>(next(std::min<int64_t>(k.num_sms, 17)));
+  if (k.comm_sms >= k.num_sms) k.comm_sms = 0;
+  const int32_t rows[] = {0, 128, 256, 512, 1024, 4096};
+  k.overlap_rows = rows[next(6)];
+  k.save_h = next(2) == 0;
+  return k;
+}
 
 bool refusal(const Status& s) {
   return s.code() == ErrorCode::kNotImplemented || s.code() == ErrorCode::kOutOfMemory;
@@ -115,8 +136,8 @@ HostProblem token_subset(const HostProblem& p, const std::vector<int64_t>& token
 
 class Checker {
  public:
-  Checker(const FuzzArgs& a, ImplEntry impl, ImplEntry against)
-      : a_(a), impl_(std::move(impl)), against_(std::move(against)), bitwise_(split_names(a.bitwise)) {}
+  Checker(const FuzzArgs& a, ImplEntry impl, ImplEntry against, int sms)
+      : a_(a), impl_(std::move(impl)), against_(std::move(against)), bitwise_(split_names(a.bitwise)), sms_(sms) {}
 
   Outcome check(const FuzzCase& c) const {
     auto made = make_seeded_problem(c.shape, c.spec, c.data_seed, c.backward, c.grad_precision);
@@ -135,6 +156,22 @@ class Checker {
       second->front().bytes[0] ^= 1;  // harness test: a nondeterminism above 37 tokens
     for (const BitwiseResult& b : compare_all_bitwise(*first, *second))
       if (!b.equal) return {Outcome::kFail, fmt::format("D0: {} differs on a rerun", b.name)};
+    std::string notes;
+    // D1
+    if (impl_.run_with_knobs && sms_ > 0) {
+      const LayerConfig knobs = draw_knobs(c, sms_);
+      const std::string what = fmt::format("num_sms={} comm_sms={} overlap_rows={} save_h={}", knobs.num_sms, knobs.comm_sms,
+                                           knobs.overlap_rows, knobs.save_h);
+      auto tuned = impl_.run_with_knobs(p, knobs);
+      if (!tuned.ok()) {
+        if (tuned.status().code() != ErrorCode::kInvalidArgument && !refusal(tuned.status()))
+          return {Outcome::kFail, fmt::format("D1 ({}): {}", what, tuned.status().to_string())};
+        notes += fmt::format("; D1 not checked: {} refused: {}", what, tuned.status().message());
+      } else {
+        for (const BitwiseResult& b : compare_all_bitwise(*first, *tuned))
+          if (!b.equal) return {Outcome::kFail, fmt::format("D1: {} differs with {}", b.name, what)};
+      }
+    }
     // Against the other implementation.
     if (!a_.against.empty()) {
       auto theirs = against_.run(runnable_problem(against_, p));
@@ -186,13 +223,14 @@ class Checker {
         }
       }
     }
-    return {Outcome::kPass, {}};
+    return {Outcome::kPass, notes};
   }
 
  private:
   const FuzzArgs& a_;
   ImplEntry impl_, against_;
   std::vector<std::string> bitwise_;
+  int sms_;  // of the GPU the knobs are drawn for; 0 = none
 };
 
 int run_fuzz(const FuzzArgs& a) {
@@ -211,7 +249,9 @@ int run_fuzz(const FuzzArgs& a) {
   report::RunReport rep;
   rep.run = report::current_run_info("fuzz", a.argv);
   rep.inventory = to_report(query_gpus());
-  const Checker checker(a, impl, against);
+  int sms = 0;
+  if (gpu && cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0) != cudaSuccess) sms = 0;
+  const Checker checker(a, impl, against, sms);
   const auto t0 = Clock::now();
   auto last_save = t0, last_print = t0;
   int64_t done = 0, passed = 0, failed = 0, refused = 0;
@@ -242,6 +282,7 @@ int run_fuzz(const FuzzArgs& a) {
     ++done;
     if (o.kind == Outcome::kPass) {
       ++passed;
+      r.detail += o.detail;
     } else if (o.kind == Outcome::kRefused) {
       ++refused;
       r.verdict = report::Verdict::kSkip;

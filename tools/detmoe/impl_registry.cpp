@@ -43,7 +43,7 @@ std::string gpu_platform() {
   return fmt::format("sm{}{}-{}sm-cuda{}.{}", prop.major, prop.minor, prop.multiProcessorCount, runtime / 1000, (runtime % 1000) / 10);
 }
 
-StatusOr<std::vector<NamedTensor>> run_reference_problem(const HostProblem& p) {
+StatusOr<std::vector<NamedTensor>> run_reference_with(const HostProblem& p, const LayerConfig& knobs) {
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0)
     return Status(ErrorCode::kCudaError, "the GPU reference needs a CUDA device and this process sees none");
@@ -51,13 +51,14 @@ StatusOr<std::vector<NamedTensor>> run_reference_problem(const HostProblem& p) {
   cudaGetDevice(&device);
   auto ex = make_loopback_exchange(static_cast<int>(p.shape.P), device);
   if (!ex.ok()) return ex.status();
-  auto session = ReferenceSession::create(p, std::shared_ptr<RowExchange>(std::move(*ex)));
+  auto session = ReferenceSession::create(p, std::shared_ptr<RowExchange>(std::move(*ex)), knobs);
   if (!session.ok()) return session.status();
   return (*session)->run(p.backward());
 }
+StatusOr<std::vector<NamedTensor>> run_reference_problem(const HostProblem& p) { return run_reference_with(p, {}); }
 
 // The forward megakernel (work in progress, docs/MEGAKERNEL.md): forward only for now.
-StatusOr<std::vector<NamedTensor>> run_megakernel_problem(const HostProblem& p) {
+StatusOr<std::vector<NamedTensor>> run_megakernel_with(const HostProblem& p, const LayerConfig& knobs) {
   if (p.backward()) return Status(ErrorCode::kNotImplemented, "the megakernel's backward is not built yet (forward only)");
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0)
@@ -70,7 +71,7 @@ StatusOr<std::vector<NamedTensor>> run_megakernel_problem(const HostProblem& p) 
   if (!problem.ok()) return problem.status();
   LayerOptions options;
   options.device = device;
-  auto layer = Layer::create(p.shape, LayerConfig{}, options);
+  auto layer = Layer::create(p.shape, knobs, options);
   if (!layer.ok()) return layer.status();
   cudaStream_t stream = (*ex)->stream(0);
   DETMOE_RETURN_IF_ERROR((*problem)->poison_outputs());
@@ -78,12 +79,13 @@ StatusOr<std::vector<NamedTensor>> run_megakernel_problem(const HostProblem& p) 
   DETMOE_RETURN_IF_ERROR((*layer)->synchronize(stream));
   return (*problem)->download(false);
 }
+StatusOr<std::vector<NamedTensor>> run_megakernel_problem(const HostProblem& p) { return run_megakernel_with(p, {}); }
 
 const std::vector<ImplEntry>& registry() {
   static const std::vector<ImplEntry> kImpls = {
-      {"oracle", &cpu_platform, &run_oracle_problem},
-      {"reference", &gpu_platform, &run_reference_problem},
-      {"megakernel", &gpu_platform, &run_megakernel_problem, /*has_backward=*/false},
+      {"oracle", &cpu_platform, &run_oracle_problem, /*has_backward=*/true, nullptr},
+      {"reference", &gpu_platform, &run_reference_problem, /*has_backward=*/true, &run_reference_with},
+      {"megakernel", &gpu_platform, &run_megakernel_problem, /*has_backward=*/false, &run_megakernel_with},
   };
   return kImpls;
 }

@@ -1,9 +1,11 @@
 // Implementations the CLI can run on a host problem, by name.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
+#include "detmoe/config.h"
 #include "detmoe/host_problem.h"
 #include "detmoe/status.h"
 
@@ -17,6 +19,10 @@ struct ImplEntry {
   // False while the implementation has no backward pass (the megakernel today): golden and the
   // gate then run and record its cases forward-only, and say so.
   bool has_backward = true;
+  // The same run with the speed knobs of LayerConfig set (num_sms, comm_sms, overlap_rows,
+  // save_h; the precision fields stay the problem's): D1 says they never change bits. Null for
+  // an implementation without knobs (the oracle).
+  std::function<StatusOr<std::vector<NamedTensor>>(const HostProblem&, const LayerConfig&)> run_with_knobs;
 };
 
 // The problem an implementation can run: `p` itself, or its forward-only part (dout dropped)
