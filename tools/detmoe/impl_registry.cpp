@@ -6,8 +6,7 @@
 #include "detmoe/host_memory.h"
 #include "detmoe/oracle.h"
 #include "detmoe/device_problem.h"
-#include "detmoe/layer.h"
-#include "detmoe/reference_session.h"
+#include "detmoe/layer_session.h"
 
 #include <cuda_runtime_api.h>
 
@@ -43,49 +42,44 @@ std::string gpu_platform() {
   return fmt::format("sm{}{}-{}sm-cuda{}.{}", prop.major, prop.minor, prop.multiProcessorCount, runtime / 1000, (runtime % 1000) / 10);
 }
 
-StatusOr<std::vector<NamedTensor>> run_reference_with(const HostProblem& p, const LayerConfig& knobs) {
+// Every GPU implementation through the one seam (detmoe/layer_session.h): loopback ranks on the
+// current device, the problem's tensors on the device (seeded ones filled there, others
+// uploaded), outputs poisoned with NaN, forward [+ backward], synchronise, download.
+StatusOr<std::vector<NamedTensor>> run_on_gpu(const char* impl, const HostProblem& p, const LayerConfig& knobs) {
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0)
-    return Status(ErrorCode::kCudaError, "the GPU reference needs a CUDA device and this process sees none");
+    return Status(ErrorCode::kCudaError, fmt::format("--impl {} needs a CUDA device and this process sees none", impl));
   int device = 0;
   cudaGetDevice(&device);
   auto ex = make_loopback_exchange(static_cast<int>(p.shape.P), device);
   if (!ex.ok()) return ex.status();
-  auto session = ReferenceSession::create(p, std::shared_ptr<RowExchange>(std::move(*ex)), knobs);
+  const std::shared_ptr<RowExchange> exchange(std::move(*ex));
+  LayerConfig config = knobs;
+  config.grad_precision = p.grad_precision;  // the problem's, for its tensors and the layer alike
+  auto session = make_layer_session(impl, p.shape, config, exchange);
   if (!session.ok()) return session.status();
-  return (*session)->run(p.backward());
-}
-StatusOr<std::vector<NamedTensor>> run_reference_problem(const HostProblem& p) { return run_reference_with(p, {}); }
-
-// The forward megakernel (work in progress, docs/MEGAKERNEL.md): forward only for now.
-StatusOr<std::vector<NamedTensor>> run_megakernel_with(const HostProblem& p, const LayerConfig& knobs) {
-  if (p.backward()) return Status(ErrorCode::kNotImplemented, "the megakernel's backward is not built yet (forward only)");
-  int count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0)
-    return Status(ErrorCode::kCudaError, "the megakernel needs a CUDA device and this process sees none");
-  int device = 0;
-  cudaGetDevice(&device);
-  auto ex = make_loopback_exchange(static_cast<int>(p.shape.P), device);
-  if (!ex.ok()) return ex.status();
-  auto problem = DeviceProblem::create(p, **ex);
+  if (p.backward() && !(*session)->has_backward())
+    return Status(ErrorCode::kNotImplemented, fmt::format("the {}'s backward is not built yet (forward only)", impl));
+  DeviceProblemOptions po;
+  po.grad_precision = p.grad_precision;
+  auto problem = DeviceProblem::create(p, *exchange, po);
   if (!problem.ok()) return problem.status();
-  LayerOptions options;
-  options.device = device;
-  auto layer = Layer::create(p.shape, knobs, options);
-  if (!layer.ok()) return layer.status();
-  cudaStream_t stream = (*ex)->stream(0);
-  DETMOE_RETURN_IF_ERROR((*problem)->poison_outputs());
-  DETMOE_RETURN_IF_ERROR((*layer)->forward({(*problem)->inputs(), (*problem)->outputs()}, stream));
-  DETMOE_RETURN_IF_ERROR((*layer)->synchronize(stream));
-  return (*problem)->download(false);
+  DeviceProblem& d = **problem;
+  LayerSession& s = **session;
+  DETMOE_RETURN_IF_ERROR(d.poison_outputs());
+  DETMOE_RETURN_IF_ERROR(s.forward(d.inputs(), d.outputs()));
+  if (p.backward()) DETMOE_RETURN_IF_ERROR(s.backward(d.inputs(), d.grad_inputs(), d.grad_outputs()));
+  DETMOE_RETURN_IF_ERROR(s.synchronize());
+  return d.download(p.backward());
 }
-StatusOr<std::vector<NamedTensor>> run_megakernel_problem(const HostProblem& p) { return run_megakernel_with(p, {}); }
 
 const std::vector<ImplEntry>& registry() {
   static const std::vector<ImplEntry> kImpls = {
       {"oracle", &cpu_platform, &run_oracle_problem, /*has_backward=*/true, nullptr},
-      {"reference", &gpu_platform, &run_reference_problem, /*has_backward=*/true, &run_reference_with},
-      {"megakernel", &gpu_platform, &run_megakernel_problem, /*has_backward=*/false, &run_megakernel_with},
+      {"reference", &gpu_platform, [](const HostProblem& p) { return run_on_gpu("reference", p, {}); },
+       /*has_backward=*/true, [](const HostProblem& p, const LayerConfig& k) { return run_on_gpu("reference", p, k); }},
+      {"megakernel", &gpu_platform, [](const HostProblem& p) { return run_on_gpu("megakernel", p, {}); },
+       /*has_backward=*/false, [](const HostProblem& p, const LayerConfig& k) { return run_on_gpu("megakernel", p, k); }},
   };
   return kImpls;
 }

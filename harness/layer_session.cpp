@@ -1,0 +1,93 @@
+// The LayerSession rows: thin adapters over ReferenceLayer and the megakernel's Layer.
+#include "detmoe/layer_session.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "detmoe/layer.h"
+#include "detmoe/reference_layer.h"
+
+namespace detmoe {
+namespace {
+
+class ReferenceSessionImpl final : public LayerSession {
+ public:
+  explicit ReferenceSessionImpl(std::unique_ptr<ReferenceLayer> layer) : layer_(std::move(layer)) {}
+  const char* impl() const override { return "reference"; }
+  bool has_backward() const override { return true; }
+  Status forward(std::span<const DeviceLayerInputs> in, std::span<const DeviceLayerOutputs> out) override {
+    return layer_->forward(in, out);
+  }
+  Status backward(std::span<const DeviceLayerInputs> in, std::span<const DeviceGradInputs> grads,
+                  std::span<const DeviceGradOutputs> out) override {
+    return layer_->backward(in, grads, out);
+  }
+  Status synchronize() override { return layer_->synchronize(); }
+
+ private:
+  std::unique_ptr<ReferenceLayer> layer_;
+};
+
+class MegakernelSession final : public LayerSession {
+ public:
+  MegakernelSession(std::unique_ptr<Layer> layer, std::shared_ptr<RowExchange> exchange)
+      : layer_(std::move(layer)), exchange_(std::move(exchange)) {}
+  const char* impl() const override { return "megakernel"; }
+  bool has_backward() const override { return false; }
+  Status forward(std::span<const DeviceLayerInputs> in, std::span<const DeviceLayerOutputs> out) override {
+    return layer_->forward({in, out}, exchange_->stream(0));
+  }
+  Status backward(std::span<const DeviceLayerInputs>, std::span<const DeviceGradInputs>,
+                  std::span<const DeviceGradOutputs>) override {
+    return {ErrorCode::kNotImplemented, "the megakernel's backward is not built yet (forward only)"};
+  }
+  Status synchronize() override { return layer_->synchronize(exchange_->stream(0)); }
+
+ private:
+  std::unique_ptr<Layer> layer_;
+  std::shared_ptr<RowExchange> exchange_;
+};
+
+StatusOr<std::unique_ptr<LayerSession>> make_reference(const Shape& shape, const LayerConfig& config,
+                                                       std::shared_ptr<RowExchange> exchange) {
+  auto layer = ReferenceLayer::create(shape, config, std::move(exchange));
+  if (!layer.ok()) return layer.status();
+  return std::unique_ptr<LayerSession>(new ReferenceSessionImpl(std::move(*layer)));
+}
+
+StatusOr<std::unique_ptr<LayerSession>> make_megakernel(const Shape& shape, const LayerConfig& config,
+                                                        std::shared_ptr<RowExchange> exchange) {
+  if (!exchange->single_stream())
+    return Status(ErrorCode::kNotImplemented,
+                  fmt::format("the megakernel runs loopback ranks (one GPU, one launch); the {} exchange is still to come",
+                              exchange->backend()));
+  LayerOptions options;
+  options.device = exchange->device(0);
+  auto layer = Layer::create(shape, config, options);
+  if (!layer.ok()) return layer.status();
+  return std::unique_ptr<LayerSession>(new MegakernelSession(std::move(*layer), std::move(exchange)));
+}
+
+struct Row {
+  const char* name;
+  StatusOr<std::unique_ptr<LayerSession>> (*make)(const Shape&, const LayerConfig&, std::shared_ptr<RowExchange>);
+};
+constexpr Row kRows[] = {{"reference", &make_reference}, {"megakernel", &make_megakernel}};
+
+}  // namespace
+
+std::vector<std::string> layer_session_impls() {
+  std::vector<std::string> names;
+  for (const Row& r : kRows) names.emplace_back(r.name);
+  return names;
+}
+
+StatusOr<std::unique_ptr<LayerSession>> make_layer_session(std::string_view impl, const Shape& shape,
+                                                           const LayerConfig& config, std::shared_ptr<RowExchange> exchange) {
+  if (!exchange) return invalid_argument("make_layer_session: exchange is null");
+  for (const Row& r : kRows)
+    if (impl == r.name) return r.make(shape, config, std::move(exchange));
+  return invalid_argument(fmt::format("implementation '{}' is unknown (known: {})", impl, fmt::join(layer_session_impls(), ", ")));
+}
+
+}  // namespace detmoe

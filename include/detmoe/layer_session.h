@@ -1,0 +1,45 @@
+// One seam for every implementation of the layer on the GPU: the harness (the CLI's registry,
+// and through it golden, gate, accept and fuzz) runs a LayerSession made by name, so adding an
+// implementation is one row in make_layer_session (harness/layer_session.cpp).
+//
+// A session is one layer of one implementation for one shape, config and row exchange; it runs on
+// device tensors the caller owns (DeviceProblem in the harness, torch tensors in the PyTorch op).
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "detmoe/config.h"
+#include "detmoe/device_tensors.h"
+#include "detmoe/problem.h"
+#include "detmoe/row_exchange.h"
+#include "detmoe/status.h"
+
+namespace detmoe {
+
+class LayerSession {
+ public:
+  virtual ~LayerSession() = default;
+  virtual const char* impl() const = 0;
+  // False while the implementation has no backward pass (the megakernel today).
+  virtual bool has_backward() const = 0;
+  // One entry per local slot of the exchange. Asynchronous on the exchange's streams.
+  virtual Status forward(std::span<const DeviceLayerInputs> inputs, std::span<const DeviceLayerOutputs> outputs) = 0;
+  // Backward of the last forward (same inputs); kNotImplemented where has_backward() is false.
+  virtual Status backward(std::span<const DeviceLayerInputs> inputs, std::span<const DeviceGradInputs> grads,
+                          std::span<const DeviceGradOutputs> outputs) = 0;
+  // Waits for the session's work; returns the first device fault it recorded, if any.
+  virtual Status synchronize() = 0;
+};
+
+// "reference" (cuBLAS per expert + glue kernels, any exchange) or "megakernel" (the fused
+// forward; loopback exchanges: every rank on one GPU in one launch). Unknown names are an
+// InvalidArgument naming the known ones.
+StatusOr<std::unique_ptr<LayerSession>> make_layer_session(std::string_view impl, const Shape& shape,
+                                                           const LayerConfig& config, std::shared_ptr<RowExchange> exchange);
+std::vector<std::string> layer_session_impls();
+
+}  // namespace detmoe
