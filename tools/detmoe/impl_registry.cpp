@@ -45,7 +45,11 @@ std::string gpu_platform() {
 // Every GPU implementation through the one seam (detmoe/layer_session.h): loopback ranks on the
 // current device, the problem's tensors on the device (seeded ones filled there, others
 // uploaded), outputs poisoned with NaN, forward [+ backward], synchronise, download.
-StatusOr<std::vector<NamedTensor>> run_on_gpu(const char* impl, const HostProblem& p, const LayerConfig& knobs) {
+StatusOr<std::vector<NamedTensor>> run_on_gpu(const char* impl, bool has_backward, const HostProblem& p,
+                                              const LayerConfig& knobs) {
+  // Not implemented (exit 2) comes before could not run (exit 3).
+  if (p.backward() && !has_backward)
+    return Status(ErrorCode::kNotImplemented, fmt::format("the {}'s backward is not built yet (forward only)", impl));
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0)
     return Status(ErrorCode::kCudaError, fmt::format("--impl {} needs a CUDA device and this process sees none", impl));
@@ -59,7 +63,7 @@ StatusOr<std::vector<NamedTensor>> run_on_gpu(const char* impl, const HostProble
   auto session = make_layer_session(impl, p.shape, config, exchange);
   if (!session.ok()) return session.status();
   if (p.backward() && !(*session)->has_backward())
-    return Status(ErrorCode::kNotImplemented, fmt::format("the {}'s backward is not built yet (forward only)", impl));
+    return Status(ErrorCode::kInternal, fmt::format("the registry says {} has a backward; its session says not", impl));
   DeviceProblemOptions po;
   po.grad_precision = p.grad_precision;
   auto problem = DeviceProblem::create(p, *exchange, po);
@@ -76,10 +80,11 @@ StatusOr<std::vector<NamedTensor>> run_on_gpu(const char* impl, const HostProble
 const std::vector<ImplEntry>& registry() {
   static const std::vector<ImplEntry> kImpls = {
       {"oracle", &cpu_platform, &run_oracle_problem, /*has_backward=*/true, nullptr},
-      {"reference", &gpu_platform, [](const HostProblem& p) { return run_on_gpu("reference", p, {}); },
-       /*has_backward=*/true, [](const HostProblem& p, const LayerConfig& k) { return run_on_gpu("reference", p, k); }},
-      {"megakernel", &gpu_platform, [](const HostProblem& p) { return run_on_gpu("megakernel", p, {}); },
-       /*has_backward=*/false, [](const HostProblem& p, const LayerConfig& k) { return run_on_gpu("megakernel", p, k); }},
+      {"reference", &gpu_platform, [](const HostProblem& p) { return run_on_gpu("reference", true, p, {}); },
+       /*has_backward=*/true, [](const HostProblem& p, const LayerConfig& k) { return run_on_gpu("reference", true, p, k); }},
+      {"megakernel", &gpu_platform, [](const HostProblem& p) { return run_on_gpu("megakernel", false, p, {}); },
+       /*has_backward=*/false,
+       [](const HostProblem& p, const LayerConfig& k) { return run_on_gpu("megakernel", false, p, k); }},
   };
   return kImpls;
 }
