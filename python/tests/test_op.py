@@ -187,6 +187,14 @@ class Gpu(unittest.TestCase):
         self.assertTrue(bitwise_equal(got["out"], ref["out"]))
         self.assertTrue(bitwise_equal(got["d_x"], ref["d_x"]))
 
+    def test_opcheck(self):
+        # torch's own check of a custom op's registration: schema (no undeclared mutation or
+        # aliasing), fake tensors against real ones, autograd registration, AOT dispatch.
+        p = problem(T=64, Fs=64, seed=21)
+        args = (p["x"], p["topk_idx"], p["topk_w"].requires_grad_(), p["w_gate_up"].requires_grad_(), p["w_down"],
+                p["ws_gate_up"], p["ws_down"], "reference", 0, True, True, True)
+        torch.library.opcheck(torch.ops.detmoe.forward.default, args)
+
     def test_rerun_is_bitwise_identical(self):
         p = problem(Fs=64, seed=7)
         first = run(p)
