@@ -41,7 +41,8 @@ fi
 if has perf; then
   step "perf: the op from Python beside the pipeline; the C++ benchmark of the same paths"
   timeout 900 "$PY" "$root/perf/torch_op_bench.py" --timed ${TIMED:-20} --json "$OUT/op-bench.json" ${BENCH_ARGS:-}
-  timeout 900 "$build/perf/detmoe_perf_layer" --impls=reference,megakernel --timed=${TIMED:-20} --energy-window=0 \
+  # bf16 weight gradients: what the op computes for the bf16 weights it is timed with (like for like)
+  timeout 900 "$build/perf/detmoe_perf_layer" --impls=reference,megakernel --timed=${TIMED:-20} --energy-window=0 --grad-dtype=bf16 \
     --benchmark_format=json --benchmark_out="$OUT/layer-bench.json" ${LAYER_ARGS:-} > /dev/null
   echo "layer bench exit $?"
   "$PY" "$root/perf/torch_op_report.py" "$OUT/op-bench.json" "$OUT/layer-bench.json"

@@ -24,6 +24,8 @@
 //   --steps-out=FILE: append one JSON line per benchmark to FILE: every timed step's ms in order,
 //            with NVML's SM clock (MHz) and clock-event reasons sampled right after it, and the
 //            counter sm_mhz (the median sample). p25_ms and p75_ms are reported in every case.
+//   --grad-dtype=bf16: the reference's weight gradients in bf16 (default fp32), as the PyTorch op
+//            computes them for bf16 weights; adds "/bf16-grads" to the fwd+bwd names.
 //   --no-save-h: the megakernel with LayerConfig::save_h off (GEMM1 stores a only; backward would
 //            recompute h): what the h stores cost the forward. Adds "/no-save-h" to the name.
 //   --knobs=C:R[,C:R...]: megakernel LayerConfig settings to time, comm_sms C and overlap_rows R
@@ -73,6 +75,7 @@ struct Options {
   std::string trace_out;  // directory for the Chrome trace JSON, empty: none
   double energy_window_s = 1.0;
   bool save_h = true;
+  bool bf16_grads = false;
   std::vector<std::pair<int32_t, int32_t>> knobs = {{0, 0}};  // (comm_sms, overlap_rows)
 };
 
@@ -111,10 +114,16 @@ Current& current() {
   return c;
 }
 
+// --grad-dtype=bf16, set once from the command line before any benchmark runs.
+bool& bf16_weight_grads() {
+  static bool v = false;
+  return v;
+}
+
 ReferenceSession& session_for(const std::string& shape_name, const std::string& routing, const std::string& gemm,
                               uint64_t seed) {
   Current& c = current();
-  const std::string key = shape_name + "/" + routing + "/" + gemm;
+  const std::string key = shape_name + "/" + routing + "/" + gemm + (bf16_weight_grads() ? "/bf16" : "");
   if (c.key == key) return *c.session;
   c.megakernel.reset();
   c.session.reset();
@@ -128,7 +137,9 @@ ReferenceSession& session_for(const std::string& shape_name, const std::string& 
   check(ex.status(), "loopback exchange");
   ReferenceOptions options;
   options.gemm = gemm == "grouped" ? ReferenceGemm::kGroupedBatched : ReferenceGemm::kPerExpert;
-  auto s = ReferenceSession::create(shape, *r, seed, std::shared_ptr<RowExchange>(std::move(*ex)), {}, options,
+  LayerConfig config;
+  config.grad_precision = bf16_weight_grads() ? GradPrecision::kBF16 : GradPrecision::kFP32;
+  auto s = ReferenceSession::create(shape, *r, seed, std::shared_ptr<RowExchange>(std::move(*ex)), config, options,
                                     /*write_y=*/false);
   check(s.status(), "ReferenceSession::create");
   c.session = std::move(*s);
@@ -378,6 +389,8 @@ int main(int argc, char** argv) {
     else if (const char* v = value("--seed=")) o.seed = std::strtoull(v, nullptr, 10);
     else if (const char* v = value("--energy-window=")) o.energy_window_s = std::max(0.0, std::atof(v));
     else if (a == "--no-save-h") o.save_h = false;
+    else if (a == "--grad-dtype=bf16") o.bf16_grads = true;
+    else if (a == "--grad-dtype=fp32") o.bf16_grads = false;
     else if (const char* v = value("--steps-out=")) steps_out_path() = v;
     else {
       std::fprintf(stderr, "detmoe_perf_layer: unknown flag %s\n", argv[i]);
@@ -390,6 +403,7 @@ int main(int argc, char** argv) {
     return 3;
   }
   energy_window_s() = o.energy_window_s;
+  bf16_weight_grads() = o.bf16_grads;
   add_context();
   auto wants = [&](const char* impl) { return std::find(o.impls.begin(), o.impls.end(), impl) != o.impls.end(); };
   for (const std::string& impl : o.impls)
@@ -414,7 +428,7 @@ int main(int argc, char** argv) {
       for (const std::string& gemm : o.gemms)
         for (bool backward : {false, true}) {
           const std::string name = "reference/" + shape + "/" + routing + "/" + (backward ? "fwd+bwd" : "fwd") +
-                                   (gemm == "per-expert" ? "" : "/" + gemm);
+                                   (gemm == "per-expert" ? "" : "/" + gemm) + (backward && o.bf16_grads ? "/bf16-grads" : "");
           benchmark::RegisterBenchmark(name.c_str(), bench_reference, shape, routing, gemm, backward, o.seed)
               ->UseManualTime()
               ->Unit(benchmark::kMillisecond)
