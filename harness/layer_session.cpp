@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "detmoe/device_problem.h"
 #include "detmoe/layer.h"
 #include "detmoe/reference_layer.h"
 
@@ -49,14 +50,16 @@ class MegakernelSession final : public LayerSession {
 };
 
 StatusOr<std::unique_ptr<LayerSession>> make_reference(const Shape& shape, const LayerConfig& config,
-                                                       std::shared_ptr<RowExchange> exchange) {
-  auto layer = ReferenceLayer::create(shape, config, std::move(exchange));
+                                                       std::shared_ptr<RowExchange> exchange, const LayerSessionOptions& o) {
+  ReferenceOptions options;
+  options.gemm = o.reference_gemm;
+  auto layer = ReferenceLayer::create(shape, config, std::move(exchange), options);
   if (!layer.ok()) return layer.status();
   return std::unique_ptr<LayerSession>(new ReferenceSessionImpl(std::move(*layer)));
 }
 
 StatusOr<std::unique_ptr<LayerSession>> make_megakernel(const Shape& shape, const LayerConfig& config,
-                                                        std::shared_ptr<RowExchange> exchange) {
+                                                        std::shared_ptr<RowExchange> exchange, const LayerSessionOptions&) {
   if (!exchange->single_stream())
     return Status(ErrorCode::kNotImplemented,
                   fmt::format("the megakernel runs loopback ranks (one GPU, one launch); the {} exchange is still to come",
@@ -70,7 +73,8 @@ StatusOr<std::unique_ptr<LayerSession>> make_megakernel(const Shape& shape, cons
 
 struct Row {
   const char* name;
-  StatusOr<std::unique_ptr<LayerSession>> (*make)(const Shape&, const LayerConfig&, std::shared_ptr<RowExchange>);
+  StatusOr<std::unique_ptr<LayerSession>> (*make)(const Shape&, const LayerConfig&, std::shared_ptr<RowExchange>,
+                                                  const LayerSessionOptions&);
 };
 constexpr Row kRows[] = {{"reference", &make_reference}, {"megakernel", &make_megakernel}};
 
@@ -83,11 +87,22 @@ std::vector<std::string> layer_session_impls() {
 }
 
 StatusOr<std::unique_ptr<LayerSession>> make_layer_session(std::string_view impl, const Shape& shape,
-                                                           const LayerConfig& config, std::shared_ptr<RowExchange> exchange) {
+                                                           const LayerConfig& config, std::shared_ptr<RowExchange> exchange,
+                                                           const LayerSessionOptions& options) {
   if (!exchange) return invalid_argument("make_layer_session: exchange is null");
   for (const Row& r : kRows)
-    if (impl == r.name) return r.make(shape, config, std::move(exchange));
+    if (impl == r.name) return r.make(shape, config, std::move(exchange), options);
   return invalid_argument(fmt::format("implementation '{}' is unknown (known: {})", impl, fmt::join(layer_session_impls(), ", ")));
+}
+
+StatusOr<std::vector<NamedTensor>> run_step(LayerSession& session, DeviceProblem& problem, bool backward) {
+  if (backward && !session.has_backward())
+    return Status(ErrorCode::kNotImplemented, fmt::format("the {}'s backward is not built yet (forward only)", session.impl()));
+  DETMOE_RETURN_IF_ERROR(problem.poison_outputs());
+  DETMOE_RETURN_IF_ERROR(session.forward(problem.inputs(), problem.outputs()));
+  if (backward) DETMOE_RETURN_IF_ERROR(session.backward(problem.inputs(), problem.grad_inputs(), problem.grad_outputs()));
+  DETMOE_RETURN_IF_ERROR(session.synchronize());
+  return problem.download(backward);
 }
 
 }  // namespace detmoe

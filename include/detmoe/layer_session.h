@@ -15,8 +15,10 @@
 #include "detmoe/config.h"
 #include "detmoe/device_tensors.h"
 #include "detmoe/problem.h"
+#include "detmoe/reference_layer.h"
 #include "detmoe/row_exchange.h"
 #include "detmoe/status.h"
+#include "detmoe/tensor.h"
 
 namespace detmoe {
 
@@ -35,11 +37,23 @@ class LayerSession {
   virtual Status synchronize() = 0;
 };
 
+// Settings one implementation has and the others do not (LayerConfig holds the shared ones).
+struct LayerSessionOptions {
+  ReferenceGemm reference_gemm = ReferenceGemm::kPerExpert;  // the reference's GEMM calls
+};
+
 // "reference" (cuBLAS per expert + glue kernels, any exchange) or "megakernel" (the fused
 // forward; loopback exchanges: every rank on one GPU in one launch). Unknown names are an
 // InvalidArgument naming the known ones.
 StatusOr<std::unique_ptr<LayerSession>> make_layer_session(std::string_view impl, const Shape& shape,
-                                                           const LayerConfig& config, std::shared_ptr<RowExchange> exchange);
+                                                           const LayerConfig& config, std::shared_ptr<RowExchange> exchange,
+                                                           const LayerSessionOptions& options = {});
 std::vector<std::string> layer_session_impls();
+
+class DeviceProblem;
+// One step of `session` on `problem` as the harness runs it: every output poisoned with NaN,
+// forward [+ backward], synchronize (device faults become the Status), outputs downloaded in the
+// oracle's order and layout.
+StatusOr<std::vector<NamedTensor>> run_step(LayerSession& session, DeviceProblem& problem, bool backward);
 
 }  // namespace detmoe

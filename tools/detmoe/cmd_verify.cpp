@@ -1,9 +1,9 @@
-// detmoe verify: run a GPU implementation of the layer on a seeded problem, compare every
-// output with the CPU oracle (tolerance rule of docs/NUMERICS.md) and with a rerun of itself
-// (bits, D0), print a table, exit 0 (all pass) or 1. No GPU: exit 3.
+// detmoe verify: run a GPU implementation of the layer (through its LayerSession) on a seeded
+// problem, compare every output with the CPU oracle (tolerance rule of docs/NUMERICS.md) and with
+// a rerun of itself (bits, D0), print tables, optionally write a run report (--json, detmoe.run/1),
+// exit 0 (all pass) or 1. No GPU: exit 3.
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include <chrono>
 
@@ -12,7 +12,9 @@
 #include "detmoe/data.h"
 #include "detmoe/oracle.h"
 #include "detmoe/output_file.h"
-#include "detmoe/reference_session.h"
+#include "detmoe/device_problem.h"
+#include "detmoe/layer_session.h"
+#include "detmoe/report.h"
 #include "gpu_inventory.h"
 #include "impl_registry.h"
 #include "output_paths.h"
@@ -31,6 +33,7 @@ struct VerifyArgs {
   bool no_oracle = false;
   bool recompute_h = false;
   std::string json_path;
+  std::vector<std::string> argv;
 };
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
@@ -55,80 +58,66 @@ StatusOr<std::shared_ptr<RowExchange>> make_exchange(const std::string& backend,
   return std::shared_ptr<RowExchange>(std::move(*ex));
 }
 
-// The megakernel (forward only for now) through the implementation registry: against the oracle
-// and against a rerun of itself.
-int run_verify_megakernel(const VerifyArgs& a) {
-  const Shape shape = a.problem.shape().value();
-  const RoutingSpec spec = a.problem.routing_spec().value();
-  const HostProblem problem = make_seeded_problem(shape, spec, a.problem.seed, false, GradPrecision::kFP32).value();
-  const ImplEntry impl = find_impl("megakernel").value();
-  fmt::print("verify megakernel (forward) on {} routing={} seed={}\n", shape.to_string(), spec.to_string(), a.problem.seed);
-  const std::vector<NamedTensor> got = impl.run(problem).value();
-  bool pass = true;
-  int64_t unwritten = 0;
-  for (const NamedTensor& t : got) unwritten += count_nan(t);
-  fmt::print("NaN-poisoned outputs left unwritten or NaN: {}\n", unwritten);
-  pass &= unwritten == 0;
-  if (!a.no_oracle) {
-    const auto results = compare_all_with_tolerance(got, find_impl("oracle").value().run(problem).value());
-    fmt::print("\nagainst the CPU oracle:\n{}", format_tolerance_table(results));
-    for (const CompareResult& r : results) pass &= r.ok();
-  }
-  const auto bits = compare_all_bitwise(got, impl.run(problem).value());
-  fmt::print("\nrerun (D0), bit for bit:\n{}", format_bitwise_table(bits));
-  for (const BitwiseResult& b : bits) pass &= b.equal;
-  fmt::print("\n{}\n", pass ? "PASS" : "FAIL");
-  return pass ? kExitOk : kExitCheckFailed;
+report::CheckResult check_result(std::string name, bool pass, std::string detail, double seconds) {
+  report::CheckResult c;
+  c.name = std::move(name);
+  c.target = report::CheckTarget::gpu(0);
+  c.verdict = pass ? report::Verdict::kPass : report::Verdict::kFail;
+  c.detail = std::move(detail);
+  c.duration_s = seconds;
+  return c;
 }
 
+// One path for every implementation: a LayerSession (detmoe/layer_session.h) on the seeded
+// problem's device tensors, against the CPU oracle and a rerun of itself.
 int run_verify(const VerifyArgs& a) {
   // Usage first (exit 2), then what the run needs (exit 3).
   const Shape shape = a.problem.shape().value();
   const RoutingSpec spec = a.problem.routing_spec().value();
-  if (a.impl == "megakernel") {
-    if (!a.forward_only)
-      throw Error({ErrorCode::kNotImplemented, "verify --impl megakernel: the megakernel's backward is not built yet; pass --forward-only"});
-    if (!a.json_path.empty())
-      throw Error({ErrorCode::kNotImplemented, fmt::format("verify --impl megakernel does not write --json {} yet", a.json_path)});
-  }
+  const ImplEntry impl = find_impl(a.impl).value();
+  const bool backward = !a.forward_only;
+  if (backward && !impl.has_backward)
+    throw Error({ErrorCode::kNotImplemented,
+                 fmt::format("verify --impl {}: its backward is not built yet; pass --forward-only", a.impl)});
+  if (a.impl == "megakernel" && a.backend != "loopback")
+    throw Error({ErrorCode::kNotImplemented, "verify --impl megakernel runs loopback ranks only (--backend loopback)"});
   check_output_path("--json", a.json_path);
   if (const std::string why = no_gpu_reason(); !why.empty()) {
     fmt::print(stderr, "detmoe verify: {}; --impl {} runs on a GPU\n", why, a.impl);
     return kExitCouldNotRun;
   }
-  if (a.impl == "megakernel") return run_verify_megakernel(a);
   const uint64_t seed = a.problem.seed;
   const Routing routing = generate_routing(shape, spec, seed).value();
   LayerConfig config;
   config.grad_precision = a.grad_dtype == "bf16" ? GradPrecision::kBF16 : GradPrecision::kFP32;
   config.save_h = !a.recompute_h;
-  ReferenceOptions options;
-  options.gemm = a.gemm == "grouped" ? ReferenceGemm::kGroupedBatched : ReferenceGemm::kPerExpert;
-  const bool backward = !a.forward_only;
+  LayerSessionOptions options;
+  options.reference_gemm = a.gemm == "grouped" ? ReferenceGemm::kGroupedBatched : ReferenceGemm::kPerExpert;
 
-  fmt::print("verify reference ({} backend, {} GEMMs, {} weight gradients{}) on {} routing={} seed={}\n", a.backend,
-             to_string(options.gemm), to_string(config.grad_precision), config.save_h ? "" : ", h recomputed",
-             shape.to_string(), spec.to_string(), seed);
+  fmt::print("verify {} ({} backend{}, {}{}) on {} routing={} seed={}\n", a.impl, a.backend,
+             a.impl == "reference" ? fmt::format(", {} GEMMs", to_string(options.reference_gemm)) : "",
+             backward ? fmt::format("{} weight gradients", to_string(config.grad_precision)) : "forward only",
+             config.save_h ? "" : ", h recomputed", shape.to_string(), spec.to_string(), seed);
+  report::RunReport rep;
+  rep.run = report::current_run_info("verify", a.argv);
+  rep.inventory = to_report(query_gpus());
   auto t0 = std::chrono::steady_clock::now();
   auto ex = make_exchange(a.backend, static_cast<int>(shape.P));
   if (!ex.ok()) throw Error(ex.status());
-  auto session = ReferenceSession::create(shape, routing, seed, *ex, config, options).value();
-  const std::vector<NamedTensor> got = session->run(backward).value();
+  auto session = make_layer_session(a.impl, shape, config, *ex, options).value();
+  DeviceProblemOptions po;
+  po.grad_precision = config.grad_precision;
+  auto problem = DeviceProblem::create(shape, routing, seed, **ex, po).value();
+  const std::vector<NamedTensor> got = run_step(*session, *problem, backward).value();
   const double gpu_s = seconds_since(t0);
-
-  nlohmann::json j;
-  j["schema"] = "detmoe.verify/1";
-  j["impl"] = "reference";
-  j["shape"] = {{"T", shape.T}, {"H", shape.H}, {"F", shape.F}, {"E", shape.E}, {"k", shape.k}, {"P", shape.P}, {"Fs", shape.Fs}};
-  j["routing"] = spec.to_string();
-  j["seed"] = seed;
-  j["backend"] = a.backend;
   bool pass = true;
 
   int64_t unwritten = 0;
   for (const NamedTensor& t : got) unwritten += count_nan(t);
   fmt::print("GPU run {:.2f} s; NaN-poisoned outputs left unwritten or NaN: {}\n", gpu_s, unwritten);
   pass &= unwritten == 0;
+  rep.checks.push_back(check_result("every output written", unwritten == 0,
+                                    fmt::format("{} elements left unwritten or NaN", unwritten), gpu_s));
 
   if (!a.no_oracle) {
     t0 = std::chrono::steady_clock::now();
@@ -140,28 +129,37 @@ int run_verify(const VerifyArgs& a) {
     const auto oracle = run_oracle(in, opt).value();
     const auto results =
         compare_all_with_tolerance(got, oracle_output_tensors(oracle, shape, opt), {}, oracle_magnitude_tensors(oracle, shape));
+    const double oracle_s = seconds_since(t0);
     fmt::print("\nagainst the CPU oracle ({:.2f} s): |gpu − oracle| ≤ atol + rtol·|oracle|, rtol = 2⁻⁶, atol = 2⁻⁵·rms;\n"
                "weight gradients also pass when |gpu − oracle| ≤ 4·2⁻⁸·Σ|terms|\n{}",
-               seconds_since(t0), format_tolerance_table(results));
+               oracle_s, format_tolerance_table(results));
     for (const CompareResult& r : results) {
       pass &= r.ok();
-      j["tolerance"].push_back({{"output", r.name}, {"max_abs_err", r.max_abs_err}, {"atol", r.atol}, {"rtol", r.rtol},
-                                {"terms_rtol", r.terms_rtol}, {"max_err_ratio", r.max_err_ratio},
-                                {"worst_bound", to_string(r.worst_bound)}, {"passed_by_terms", r.passed_by_terms},
-                                {"violations", r.violations}, {"ok", r.ok()}});
+      rep.checks.push_back(check_result(
+          "oracle/" + r.name, r.ok(),
+          r.problem.empty() ? fmt::format("worst error {:.3f} of the allowance (max |err| {:.3g}, by {}), {} of {} outside",
+                                          r.max_err_ratio, r.max_abs_err, to_string(r.worst_bound), r.violations, r.count)
+                            : r.problem,
+          oracle_s));
     }
   }
 
-  const std::vector<NamedTensor> again = session->run(backward).value();
+  t0 = std::chrono::steady_clock::now();
+  const std::vector<NamedTensor> again = run_step(*session, *problem, backward).value();
   const auto bits = compare_all_bitwise(got, again);
   fmt::print("\nrerun (D0), bit for bit:\n{}", format_bitwise_table(bits));
   for (const BitwiseResult& b : bits) {
     pass &= b.equal;
-    j["rerun"].push_back({{"output", b.name}, {"identical", b.equal}, {"differing", b.differing}});
+    rep.checks.push_back(check_result("rerun/" + b.name, b.equal,
+                                      b.equal ? "bitwise identical" : fmt::format("{} elements differ", b.differing),
+                                      seconds_since(t0)));
   }
   fmt::print("\n{}\n", pass ? "PASS" : "FAIL");
-  j["pass"] = pass;
-  if (!a.json_path.empty()) throw_if_error(write_output_file(a.json_path, j.dump(2) + "\n"));
+  if (!a.json_path.empty()) {
+    rep.run.state = report::RunState::kFinished;
+    rep.run.finished_at = report::utc_now_iso8601();
+    throw_if_error(report::save_run_report(a.json_path, rep));
+  }
   return pass ? kExitOk : kExitCheckFailed;
 }
 
@@ -180,8 +178,12 @@ void add_verify_command(CLI::App& app, Action& run) {
   cmd->add_flag("--forward-only", args->forward_only, "skip the backward pass");
   cmd->add_flag("--recompute-h", args->recompute_h, "do not keep h for backward (recompute it; same bits)");
   cmd->add_flag("--no-oracle", args->no_oracle, "skip the CPU oracle (large shapes): only the rerun check");
-  cmd->add_option("--json", args->json_path, "write the results as JSON");
-  cmd->callback([args, &run] { run = [args] { return run_verify(*args); }; });
+  cmd->add_option("--json", args->json_path, "write the results as a run report (detmoe.run/1)");
+  cmd->callback([args, &run] {
+    args->argv = {"detmoe", "verify", "--impl", args->impl};
+    for (const std::string& o : args->problem.given()) args->argv.push_back(o);
+    run = [args] { return run_verify(*args); };
+  });
 }
 
 }  // namespace detmoe::cli

@@ -62,19 +62,11 @@ StatusOr<std::vector<NamedTensor>> run_on_gpu(const char* impl, bool has_backwar
   config.grad_precision = p.grad_precision;  // the problem's, for its tensors and the layer alike
   auto session = make_layer_session(impl, p.shape, config, exchange);
   if (!session.ok()) return session.status();
-  if (p.backward() && !(*session)->has_backward())
-    return Status(ErrorCode::kInternal, fmt::format("the registry says {} has a backward; its session says not", impl));
   DeviceProblemOptions po;
   po.grad_precision = p.grad_precision;
   auto problem = DeviceProblem::create(p, *exchange, po);
   if (!problem.ok()) return problem.status();
-  DeviceProblem& d = **problem;
-  LayerSession& s = **session;
-  DETMOE_RETURN_IF_ERROR(d.poison_outputs());
-  DETMOE_RETURN_IF_ERROR(s.forward(d.inputs(), d.outputs()));
-  if (p.backward()) DETMOE_RETURN_IF_ERROR(s.backward(d.inputs(), d.grad_inputs(), d.grad_outputs()));
-  DETMOE_RETURN_IF_ERROR(s.synchronize());
-  return d.download(p.backward());
+  return run_step(**session, **problem, p.backward());
 }
 
 const std::vector<ImplEntry>& registry() {
