@@ -26,8 +26,11 @@ def moe_stacked(x, topk_idx, topk_w, w_gate_up, w_down, shared_gate_up=None, sha
     as shared_gate_up [2Fs, H] and shared_down [H, Fs]. x [T, H] bf16, topk_idx [T, k] int32 or
     int64, topk_w [T, k]. Returns out [T, H] bf16. Weights may be bf16 or fp32 (fp32 master weights
     are rounded to bf16 inside the op, and their gradient arrives in fp32)."""
-    # The compiled op checks the tensors itself (and the fake implementation for fake tensors):
-    # checking them here again would cost every call tens of microseconds of Python.
+    # The compiled op checks the tensors too, but an error it raised from its CUDA kernel crashed
+    # the process on the H200 (docs/PYTORCH.md, "Known defects"): every argument rule is checked
+    # here first, once per signature (shapes, dtypes, device), so a bad call raises in Python.
+    if not torch.compiler.is_compiling():
+        _checks.check_inputs_once(x, topk_idx, topk_w, w_gate_up, w_down, shared_gate_up, shared_down)
     if grad_dtype is None:
         grad_dtype = w_gate_up.dtype if isinstance(w_gate_up, torch.Tensor) else torch.float32
     _checks.check_options(impl, num_sms, grad_dtype)

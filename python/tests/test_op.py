@@ -137,6 +137,25 @@ class CpuSide(unittest.TestCase):
             p["x"], p["topk_idx"], p["topk_w"], p["w_gate_up"], p["w_down"], torch.empty(128, 256, device="meta",
                                                                                           dtype=torch.bfloat16)))
 
+    def test_shape_rules_are_checked_before_the_compiled_op(self):
+        # H not a multiple of 64, k > E: Python raises (named), the compiled op is never reached.
+        p = problem(H=256, device="meta")
+        bad_h = {**p, "x": torch.empty(300, 100, dtype=torch.bfloat16, device="meta"),
+                 "w_gate_up": torch.empty(16, 256, 100, dtype=torch.bfloat16, device="meta"),
+                 "w_down": torch.empty(16, 100, 128, dtype=torch.bfloat16, device="meta")}
+        with self.assertRaises(ValueError) as c:
+            detmoe.moe_stacked(bad_h["x"], p["topk_idx"], p["topk_w"], bad_h["w_gate_up"], bad_h["w_down"])
+        self.assertIn("H = 100 is not a multiple of 64", str(c.exception))
+        idx = torch.empty(300, 20, dtype=torch.int64, device="meta")
+        w = torch.empty(300, 20, device="meta")
+        with self.assertRaises(ValueError) as c:
+            detmoe.moe_stacked(p["x"], idx, w, p["w_gate_up"], p["w_down"])
+        self.assertIn("k = 20 exceeds E = 16", str(c.exception))
+        # A signature checked once is not checked again, but a new one is.
+        detmoe._checks._VALIDATED.clear()
+        detmoe.moe_stacked(p["x"], p["topk_idx"], p["topk_w"], p["w_gate_up"], p["w_down"])
+        self.assertEqual(len(detmoe._checks._VALIDATED), 1)
+
     def test_module_holds_nn_linear_layouts(self):
         m = detmoe.MoE(256, 128, 16, 4, shared_intermediate=64, device="meta")
         shapes = {n: tuple(t.shape) for n, t in m.named_parameters()}
