@@ -14,6 +14,7 @@
 #include <fstream>
 #include <map>
 
+#include "bench_report.h"
 #include "commands.h"
 #include "data_paths.h"
 #include "detmoe/output_file.h"
@@ -44,6 +45,8 @@ struct BenchArgs {
   std::string perf_binary = helper_program("perf/detmoe_perf_layer");
   std::string script;  // default data_path("perf/torch_moe_pipeline.py"), resolved when the command runs
   std::string json_path;  // default: <impl>_layer_bench.json in the working directory
+  std::string report_path;  // the run report (detmoe.run/1); none when empty
+  std::vector<std::string> argv;
 };
 
 std::string joined(const std::vector<std::string>& v) { return fmt::format("{}", fmt::join(v, ",")); }
@@ -74,6 +77,7 @@ int run_bench(const BenchArgs& a) {
                            : fs::path(a.json_path);
   // Checked now, not after minutes of measuring; a typo in the folder is not created.
   check_output_path("--json", out.string());
+  check_output_path("--report", a.report_path);
   if (const std::string why = no_gpu_reason(); !why.empty()) {
     fmt::print(stderr, "detmoe bench: {}; nothing to measure\n", why);
     return kExitCouldNotRun;
@@ -208,6 +212,16 @@ int run_bench(const BenchArgs& a) {
   nlohmann::json j = {{"schema", "detmoe.bench/1"}, {"impl", a.impl}, {"gpu", gpu}, {"date", stamp},
                       {"timed_steps", a.timed}, {"rows", table}, {"google_benchmark", gb}};
   if (!torch.is_null()) j["torch_pipeline"] = torch;
+  if (!a.report_path.empty()) {
+    report::RunReport rep;
+    rep.run = report::current_run_info("bench", a.argv);
+    rep.inventory = to_report(query_gpus());
+    rep.benchmarks = bench_results(gb, torch, a.timed);
+    rep.run.state = report::RunState::kFinished;
+    rep.run.finished_at = report::utc_now_iso8601();
+    throw_if_error(report::save_run_report(a.report_path, rep));
+    fmt::print("wrote {}\n", a.report_path);
+  }
   const Status written = write_output_file(out.string(), j.dump(2) + "\n");
   std::error_code ec;
   fs::remove(gb_json, ec);
@@ -233,9 +247,13 @@ void add_bench_command(CLI::App& app, Action& run) {
   cmd->add_flag("--trace", args->trace, "megakernel: print each case's task timeline summary (per task kind)");
   cmd->add_option("--python", args->python, "Python with PyTorch (default: /opt/torch/.venv/bin/python or python3)");
   cmd->add_option("--perf-binary", args->perf_binary, "detmoe_perf_layer to run")->capture_default_str();
+  cmd->add_option("--report", args->report_path, "also write the rows as a run report (detmoe.run/1)");
   cmd->add_option("--script", args->script, "the PyTorch pipeline script (default: perf/torch_moe_pipeline.py of the data folder)");
   cmd->add_option("--json", args->json_path, "combined JSON output (default: <impl>_layer_bench.json in the working directory)");
-  cmd->callback([args, &run] { run = [args] { return run_bench(*args); }; });
+  cmd->callback([args, &run] {
+    args->argv = {"detmoe", "bench", "--impl", args->impl, "--timed", std::to_string(args->timed)};
+    run = [args] { return run_bench(*args); };
+  });
 }
 
 }  // namespace detmoe::cli

@@ -1,0 +1,62 @@
+// `detmoe bench --report`: the Google Benchmark and pipeline JSON turned into run-report rows
+// that validate against detmoe.run/1, with the pipeline as the baseline of the cases it ran.
+#include "bench_report.h"
+
+#include <gtest/gtest.h>
+
+namespace detmoe::cli {
+namespace {
+
+nlohmann::json gbench() {
+  return nlohmann::json::parse(R"({"benchmarks": [
+    {"name": "megakernel/qwen3-30b-a3b/balanced/fwd/iterations:20/manual_time", "median_ms": 3.0, "tflops": 412.0},
+    {"name": "reference/qwen3-30b-a3b/balanced/fwd/iterations:20/manual_time", "median_ms": 3.5, "tflops": 353.0},
+    {"name": "reference/qwen3-30b-a3b/balanced/fwd+bwd/bf16-grads/iterations:20/manual_time", "median_ms": 10.3, "tflops": 360.0},
+    {"name": "reference/qwen3-30b-a3b/zipf1/fwd/grouped/iterations:20/manual_time", "median_ms": 3.9, "tflops": 317.0},
+    {"name": "reference/qwen3-30b-a3b/zipf1/fwd/iterations:20/manual_time_mean", "real_time": 1.0},
+    {"name": "not/a/bench", "median_ms": 1.0, "tflops": 1.0}]})");
+}
+
+nlohmann::json torch() {
+  return nlohmann::json::parse(R"({"schema": "detmoe.torch_pipeline/1", "results": [
+    {"shape": "qwen3-30b-a3b", "routing": "balanced", "pass": "fwd", "median_ms": 4.8, "tflops": 257.5, "timed": 20},
+    {"shape": "qwen3-30b-a3b", "routing": "balanced", "pass": "fwd+bwd", "median_ms": 12.5, "tflops": 296.7, "timed": 20}]})");
+}
+
+TEST(BenchReport, RowsNameTheirImplCaseAndBaseline) {
+  const auto rows = bench_results(gbench(), torch(), 20);
+  ASSERT_EQ(rows.size(), 6u);  // 4 DetMoE rows (the mean aggregate and the foreign name skipped) + 2 pipeline rows
+  EXPECT_EQ(rows[0].impl, "megakernel");
+  EXPECT_EQ(rows[0].baseline, "torch-pipeline");
+  ASSERT_TRUE(rows[0].ratio_to_baseline.has_value());
+  EXPECT_NEAR(*rows[0].ratio_to_baseline, 412.0 / 257.5, 1e-12);
+  EXPECT_EQ(rows[2].impl, "reference (bf16-grads)");
+  EXPECT_EQ(rows[2].pass, report::BenchPass::kForwardBackward);
+  EXPECT_NEAR(*rows[2].ratio_to_baseline, 360.0 / 296.7, 1e-12);
+  EXPECT_EQ(rows[3].impl, "reference (grouped)");
+  EXPECT_EQ(rows[3].routing, "zipf1");
+  EXPECT_TRUE(rows[3].baseline.empty());  // the pipeline did not run zipf1 here
+  EXPECT_FALSE(rows[3].ratio_to_baseline.has_value());
+  EXPECT_EQ(rows[4].impl, "torch-pipeline");
+  EXPECT_EQ(rows[4].repetitions, 20);
+}
+
+TEST(BenchReport, TheReportValidates) {
+  report::RunReport rep;
+  rep.run = report::current_run_info("bench", {"detmoe", "bench"});
+  rep.run.state = report::RunState::kFinished;
+  rep.run.finished_at = report::utc_now_iso8601();
+  rep.inventory.unavailable_reason = "test";
+  rep.benchmarks = bench_results(gbench(), torch(), 20);
+  EXPECT_TRUE(report::validate_run_json(report::to_json(rep)).empty());
+  EXPECT_TRUE(report::check_consistency(rep).empty());
+}
+
+TEST(BenchReport, NoPipelineMeansNoBaseline) {
+  const auto rows = bench_results(gbench(), nlohmann::json(), 20);
+  ASSERT_EQ(rows.size(), 4u);
+  for (const auto& r : rows) EXPECT_TRUE(r.baseline.empty()) << r.impl;
+}
+
+}  // namespace
+}  // namespace detmoe::cli
