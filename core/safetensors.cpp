@@ -28,11 +28,6 @@ const char* st_dtype(DType d) {
 
 Status io_error(std::string msg) { return {ErrorCode::kIoError, std::move(msg)}; }
 
-const NamedTensor* find(const std::vector<NamedTensor>& ts, const std::string& name) {
-  auto it = std::find_if(ts.begin(), ts.end(), [&](const NamedTensor& t) { return t.name == name; });
-  return it == ts.end() ? nullptr : &*it;
-}
-
 Status expect(const NamedTensor* t, const char* name, DType dtype, size_t rank) {
   if (t == nullptr) return invalid_argument(fmt::format("input tensor '{}' is missing", name));
   if (t->dtype != dtype)
@@ -236,8 +231,8 @@ Status write_safetensors(const std::string& path, const std::vector<NamedTensor>
 }
 
 StatusOr<HostProblem> problem_from_tensors(const std::vector<NamedTensor>& ts, GradPrecision grad_precision) {
-  const NamedTensor *x = find(ts, "x"), *idx = find(ts, "topk_idx"), *w = find(ts, "topk_w");
-  const NamedTensor *wg = find(ts, "w_gate"), *wu = find(ts, "w_up"), *wd = find(ts, "w_down");
+  const NamedTensor *x = find_tensor(ts, "x"), *idx = find_tensor(ts, "topk_idx"), *w = find_tensor(ts, "topk_w");
+  const NamedTensor *wg = find_tensor(ts, "w_gate"), *wu = find_tensor(ts, "w_up"), *wd = find_tensor(ts, "w_down");
   DETMOE_RETURN_IF_ERROR(expect(x, "x", DType::kBF16, 2));
   DETMOE_RETURN_IF_ERROR(expect(idx, "topk_idx", DType::kInt32, 2));
   DETMOE_RETURN_IF_ERROR(expect(w, "topk_w", DType::kFP32, 2));
@@ -250,7 +245,7 @@ StatusOr<HostProblem> problem_from_tensors(const std::vector<NamedTensor>& ts, G
   s.k = idx->shape[1];
   s.E = wg->shape[0];
   s.F = wg->shape[1];
-  const NamedTensor *sg = find(ts, "ws_gate"), *su = find(ts, "ws_up"), *sd = find(ts, "ws_down");
+  const NamedTensor *sg = find_tensor(ts, "ws_gate"), *su = find_tensor(ts, "ws_up"), *sd = find_tensor(ts, "ws_down");
   if (sg || su || sd) {
     DETMOE_RETURN_IF_ERROR(expect(sg, "ws_gate", DType::kBF16, 2));
     DETMOE_RETURN_IF_ERROR(expect(su, "ws_up", DType::kBF16, 2));
@@ -279,7 +274,7 @@ StatusOr<HostProblem> problem_from_tensors(const std::vector<NamedTensor>& ts, G
     p.data.ws_up = as_u16(*su);
     p.data.ws_down = as_u16(*sd);
   }
-  if (const NamedTensor* d = find(ts, "dout")) {
+  if (const NamedTensor* d = find_tensor(ts, "dout")) {
     DETMOE_RETURN_IF_ERROR(expect(d, "dout", DType::kBF16, 2));
     DETMOE_RETURN_IF_ERROR(expect_shape(*d, {s.T, s.H}));
     p.data.dout = as_u16(*d);

@@ -128,4 +128,10 @@ NamedTensor make_tensor(std::string name, DType dtype, std::vector<int64_t> shap
   return t;
 }
 
+const NamedTensor* find_tensor(const std::vector<NamedTensor>& list, const std::string& name) {
+  for (const NamedTensor& t : list)
+    if (t.name == name) return &t;
+  return nullptr;
+}
+
 }  // namespace detmoe

@@ -15,7 +15,6 @@ class ReferenceSessionImpl final : public LayerSession {
  public:
   explicit ReferenceSessionImpl(std::unique_ptr<ReferenceLayer> layer) : layer_(std::move(layer)) {}
   const char* impl() const override { return "reference"; }
-  bool has_backward() const override { return true; }
   Status forward(std::span<const DeviceLayerInputs> in, std::span<const DeviceLayerOutputs> out) override {
     return layer_->forward(in, out);
   }
@@ -34,7 +33,6 @@ class MegakernelSession final : public LayerSession {
   MegakernelSession(std::unique_ptr<Layer> layer, std::shared_ptr<RowExchange> exchange)
       : layer_(std::move(layer)), exchange_(std::move(exchange)) {}
   const char* impl() const override { return "megakernel"; }
-  bool has_backward() const override { return false; }
   Status forward(std::span<const DeviceLayerInputs> in, std::span<const DeviceLayerOutputs> out) override {
     return layer_->forward({in, out}, exchange_->stream(0));
   }
@@ -73,12 +71,21 @@ StatusOr<std::unique_ptr<LayerSession>> make_megakernel(const Shape& shape, cons
 
 struct Row {
   const char* name;
+  bool has_backward;
   StatusOr<std::unique_ptr<LayerSession>> (*make)(const Shape&, const LayerConfig&, std::shared_ptr<RowExchange>,
                                                   const LayerSessionOptions&);
 };
-constexpr Row kRows[] = {{"reference", &make_reference}, {"megakernel", &make_megakernel}};
+constexpr Row kRows[] = {{"reference", true, &make_reference}, {"megakernel", false, &make_megakernel}};
 
 }  // namespace
+
+bool layer_session_has_backward(std::string_view impl) {
+  for (const Row& r : kRows)
+    if (impl == r.name) return r.has_backward;
+  return false;
+}
+
+bool LayerSession::has_backward() const { return layer_session_has_backward(impl()); }
 
 std::vector<std::string> layer_session_impls() {
   std::vector<std::string> names;

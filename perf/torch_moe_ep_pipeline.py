@@ -32,7 +32,7 @@ import torch.distributed as dist
 import torch.distributed.nn.functional as dist_fn
 import torch.nn.functional as F
 
-from torch_moe_pipeline import SHAPES, make_routing, parse_pipeline_args, time_steps
+from torch_moe_pipeline import SHAPES, l2_flush_buffer, make_routing, parse_pipeline_args, time_steps
 
 
 def a2a(x, out_splits, in_splits):
@@ -112,7 +112,7 @@ def main():
     dist.init_process_group("nccl", device_id=torch.device("cuda", local_rank))
     P = dist.get_world_size()
     props = torch.cuda.get_device_properties(local_rank)
-    flush = torch.empty(2 * max(props.L2_cache_size, 32 << 20), dtype=torch.uint8, device="cuda")
+    flush = l2_flush_buffer()
     results = []
     for name in args.shapes.split(","):
         for routing in args.routings.split(","):

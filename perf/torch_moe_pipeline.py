@@ -126,6 +126,12 @@ class EnergyWindow:
         return {"joules": joules / steps, "watts": joules / (time.monotonic() - self.wall0), "steps": steps}
 
 
+def l2_flush_buffer():
+    """The buffer written before each timed step: twice the L2 (at least 64 MiB), so no step starts warm."""
+    props = torch.cuda.get_device_properties(torch.cuda.current_device())
+    return torch.empty(2 * max(props.L2_cache_size, 32 << 20), dtype=torch.uint8, device="cuda")
+
+
 def time_steps(step, timed, flush, before_step=None, energy_window=0.0, energy=None):
     """Median ms of `timed` steps after 3 warm-ups; L2 evicted (and before_step() run) ahead of each.
 
@@ -229,7 +235,7 @@ def main():
         print("torch_moe_pipeline: no CUDA device", file=sys.stderr)
         return 3
     props = torch.cuda.get_device_properties(0)
-    flush = torch.empty(2 * max(props.L2_cache_size, 32 << 20), dtype=torch.uint8, device="cuda")
+    flush = l2_flush_buffer()
     results = []
     for name in args.shapes.split(","):
         for routing in args.routings.split(","):

@@ -20,7 +20,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import detmoe  # noqa: E402
-from torch_moe_pipeline import SHAPES, make_case, moe_forward, time_steps  # noqa: E402
+from torch_moe_pipeline import SHAPES, l2_flush_buffer, make_case, moe_forward, time_steps  # noqa: E402
 
 
 def run_case(name, routing, timed, seed, flush, layers):
@@ -86,7 +86,7 @@ def main():
         print("torch_op_bench: no CUDA device", file=sys.stderr)
         return 3
     props = torch.cuda.get_device_properties(0)
-    flush = torch.empty(2 * max(props.L2_cache_size, 32 << 20), dtype=torch.uint8, device="cuda")
+    flush = l2_flush_buffer()
     results = []
     for name in a.shapes.split(","):
         for routing in a.routings.split(","):

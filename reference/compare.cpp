@@ -69,21 +69,12 @@ CompareResult compare_with_tolerance(const NamedTensor& got, const NamedTensor& 
   return r;
 }
 
-namespace {
-
-const NamedTensor* find_named(const std::vector<NamedTensor>& list, const std::string& name) {
-  auto it = std::find_if(list.begin(), list.end(), [&](const NamedTensor& t) { return t.name == name; });
-  return it == list.end() ? nullptr : &*it;
-}
-
-}  // namespace
-
 std::vector<CompareResult> compare_all_with_tolerance(const std::vector<NamedTensor>& got,
                                                       const std::vector<NamedTensor>& ref, const ToleranceRule& rule,
                                                       const std::vector<NamedTensor>& magnitudes) {
   std::vector<CompareResult> out;
   for (const NamedTensor& f : ref) {
-    const NamedTensor* g = find_named(got, f.name);
+    const NamedTensor* g = find_tensor(got, f.name);
     if (!g) {
       CompareResult r;
       r.name = f.name;
@@ -92,7 +83,7 @@ std::vector<CompareResult> compare_all_with_tolerance(const std::vector<NamedTen
       out.push_back(r);
       continue;
     }
-    out.push_back(compare_with_tolerance(*g, f, rule, find_named(magnitudes, f.name)));
+    out.push_back(compare_with_tolerance(*g, f, rule, find_tensor(magnitudes, f.name)));
   }
   return out;
 }

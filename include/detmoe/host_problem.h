@@ -23,7 +23,7 @@ struct HostProblem {
   GradPrecision grad_precision = GradPrecision::kFP32;
   // Set when data and routing are the seeded ones of (shape, spec, seed): a GPU path may then
   // fill its inputs on the device instead of uploading them.
-  std::optional<uint64_t> seed;
+  std::optional<uint64_t> seed = std::nullopt;
   bool backward() const { return !data.dout.empty(); }
 };
 

@@ -27,7 +27,7 @@ class LayerSession {
   virtual ~LayerSession() = default;
   virtual const char* impl() const = 0;
   // False while the implementation has no backward pass (the megakernel today).
-  virtual bool has_backward() const = 0;
+  bool has_backward() const;
   // One entry per local slot of the exchange. Asynchronous on the exchange's streams.
   virtual Status forward(std::span<const DeviceLayerInputs> inputs, std::span<const DeviceLayerOutputs> outputs) = 0;
   // Backward of the last forward (same inputs); kNotImplemented where has_backward() is false.
@@ -49,6 +49,9 @@ StatusOr<std::unique_ptr<LayerSession>> make_layer_session(std::string_view impl
                                                            const LayerConfig& config, std::shared_ptr<RowExchange> exchange,
                                                            const LayerSessionOptions& options = {});
 std::vector<std::string> layer_session_impls();
+// Whether `impl` has a backward pass (false for unknown names): answerable without a GPU, so a
+// command refuses a backward it cannot run before it looks for a device.
+bool layer_session_has_backward(std::string_view impl);
 
 class DeviceProblem;
 // One step of `session` on `problem` as the harness runs it: every output poisoned with NaN,

@@ -25,6 +25,9 @@ struct NamedTensor {
   Hash128 hash() const { return hash_bytes(bytes.data(), bytes.size()); }
 };
 
+// The tensor named `name` in `list`, or null.
+const NamedTensor* find_tensor(const std::vector<NamedTensor>& list, const std::string& name);
+
 // Rounds each value to `dtype` (bf16: round to nearest even directly from fp64, no double
 // rounding through fp32) and stores it.
 NamedTensor make_tensor(std::string name, DType dtype, std::vector<int64_t> shape,

@@ -67,23 +67,12 @@ def check_inputs(x, topk_idx, topk_w, w_gate_up, w_down, ws_gate_up, ws_down):
     return T, H, F, E, k, Fs
 
 
-# The layer's shape rules (include/detmoe/problem.h, core/problem.cpp validate(Shape)), checked
-# here too so that a shape the layer cannot take never reaches the compiled op (see check_layout).
-_MAX_TOKENS, _MAX_DIM, _MAX_EXPERTS, _MAX_TOP_K, _MULTIPLE = 1 << 20, 1 << 16, 1024, 32, 64
-
-
 def _check_shape_rules(T, H, F, E, k, Fs):
-    for name, v, lo, hi in (("T", T, 0, _MAX_TOKENS), ("H", H, 1, _MAX_DIM), ("F", F, 1, _MAX_DIM),
-                            ("E", E, 1, _MAX_EXPERTS), ("k", k, 1, _MAX_TOP_K), ("Fs", Fs, 0, _MAX_DIM)):
-        if not lo <= v <= hi:
-            _fail(f"{name} = {v} is out of range [{lo}, {hi}]")
-    for name, v in (("H", H), ("F", F), ("Fs", Fs)):
-        if v % _MULTIPLE:
-            _fail(f"{name} = {v} is not a multiple of {_MULTIPLE}")
-    if k > E:
-        _fail(f"k = {k} exceeds E = {E} (top-k picks distinct experts)")
-    if T * k > (1 << 31) - 1:
-        _fail(f"T·k = {T * k} rows exceed the int32 row index")
+    """The layer's own shape rules (multiples of 64, ranges, k ≤ E), asked of the compiled op's
+    validate(Shape) so there is one definition of them."""
+    message = torch.ops.detmoe.validate_shape(T, H, F, E, k, Fs)
+    if message:
+        _fail(message)
 
 
 _VALIDATED = set()  # signatures of calls already checked (shapes, dtypes, device): checks once each

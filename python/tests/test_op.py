@@ -145,7 +145,7 @@ class CpuSide(unittest.TestCase):
                  "w_down": torch.empty(16, 100, 128, dtype=torch.bfloat16, device="meta")}
         with self.assertRaises(ValueError) as c:
             detmoe.moe_stacked(bad_h["x"], p["topk_idx"], p["topk_w"], bad_h["w_gate_up"], bad_h["w_down"])
-        self.assertIn("H = 100 is not a multiple of 64", str(c.exception))
+        self.assertIn("H = 100 must be a multiple of 64", str(c.exception))  # validate(Shape)'s words
         idx = torch.empty(300, 20, dtype=torch.int64, device="meta")
         w = torch.empty(300, 20, device="meta")
         with self.assertRaises(ValueError) as c:

@@ -40,7 +40,7 @@ namespace {
 struct FuzzArgs {
   std::string impl = "megakernel";
   std::string against = "reference";
-  std::string bitwise;  // comma-separated output names
+  std::vector<std::string> bitwise;  // output names
   int64_t problems = 0;
   double minutes = 0;
   uint64_t seed = 1;
@@ -54,18 +54,6 @@ struct FuzzArgs {
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-std::vector<std::string> split_names(const std::string& s) {
-  std::vector<std::string> out;
-  for (size_t b = 0; b <= s.size();) {
-    const size_t e = s.find(',', b);
-    const std::string part = s.substr(b, e == std::string::npos ? std::string::npos : e - b);
-    if (!part.empty()) out.push_back(part);
-    if (e == std::string::npos) break;
-    b = e + 1;
-  }
-  return out;
-}
-
 // What one problem came to: passed, failed (why), or refused by the implementation (a limit it
 // states, e.g. a shape it does not take yet: reported as Skip with the reason, never hidden).
 struct Outcome {
@@ -73,40 +61,16 @@ struct Outcome {
   std::string detail;  // why it failed or was refused; for a pass, what was not checked and why
 };
 
-// Speed knobs for D1, a pure function of the problem: any SM count that leaves each of the P
-// rank slices a CTA, a few data-movement SMs, a band height, h saved or recomputed.
-LayerConfig draw_knobs(const FuzzCase& c, int sms) {
-  uint64_t x = c.data_seed * 0x9e3779b97f4a7c15ull + static_cast<uint64_t>(c.index);
-  auto next = [&x](int64_t n) {
-    x ^= x >> 33, x *= 0xff51afd7ed558ccdull, x ^= x >> 33;
-    return static_cast<int64_t>(x % static_cast<uint64_t>(n));
-  };
-  LayerConfig k;
-  const int64_t lo = std::min<int64_t>(c.shape.P, sms);
-  k.num_sms = static_cast<int32_t>(lo + next(sms - lo + 1));
-  k.comm_sms = static_cast<int32_t>(next(std::min<int64_t>(k.num_sms, 17)));
-  if (k.comm_sms >= k.num_sms) k.comm_sms = 0;
-  const int32_t rows[] = {0, 128, 256, 512, 1024, 4096};
-  k.overlap_rows = rows[next(6)];
-  k.save_h = next(2) == 0;
-  return k;
-}
-
 bool refusal(const Status& s) {
   return s.code() == ErrorCode::kNotImplemented || s.code() == ErrorCode::kOutOfMemory;
 }
 
-const NamedTensor* find_output(const std::vector<NamedTensor>& v, const std::string& name) {
-  for (const NamedTensor& t : v)
-    if (t.name == name) return &t;
-  return nullptr;
-}
-
-// Token row `row` of a tensor whose first dimension is the token.
-std::vector<uint8_t> token_row(const NamedTensor& t, int64_t row) {
-  const size_t bytes = t.bytes.size() / static_cast<size_t>(t.shape.at(0));
-  return {t.bytes.begin() + static_cast<std::ptrdiff_t>(row * bytes),
-          t.bytes.begin() + static_cast<std::ptrdiff_t>((row + 1) * bytes)};
+// Whether token row `a_row` of `a` and token row `b_row` of `b` (tensors whose first dimension
+// is the token, same row size) hold the same bytes.
+bool same_token_row(const NamedTensor& a, int64_t a_row, const NamedTensor& b, int64_t b_row) {
+  const size_t bytes = a.bytes.size() / static_cast<size_t>(a.shape.at(0));
+  if (b.bytes.size() / static_cast<size_t>(b.shape.at(0)) != bytes) return false;
+  return std::memcmp(a.bytes.data() + a_row * bytes, b.bytes.data() + b_row * bytes, bytes) == 0;
 }
 
 // The problem restricted to `tokens` (global ids, in the order given) on one rank.
@@ -137,7 +101,7 @@ HostProblem token_subset(const HostProblem& p, const std::vector<int64_t>& token
 class Checker {
  public:
   Checker(const FuzzArgs& a, ImplEntry impl, ImplEntry against, int sms)
-      : a_(a), impl_(std::move(impl)), against_(std::move(against)), bitwise_(split_names(a.bitwise)), sms_(sms) {}
+      : a_(a), impl_(std::move(impl)), against_(std::move(against)), bitwise_(a.bitwise), sms_(sms) {}
 
   Outcome check(const FuzzCase& c) const {
     auto made = make_seeded_problem(c.shape, c.spec, c.data_seed, c.backward, c.grad_precision);
@@ -180,8 +144,8 @@ class Checker {
         if (!r.ok()) return {Outcome::kFail, fmt::format("vs {}: {} has {} of {} elements outside the tolerance", against_.name,
                                                          r.name, r.violations, r.count)};
       for (const std::string& name : bitwise_) {
-        const NamedTensor* x = find_output(*first, name);
-        const NamedTensor* y = find_output(*theirs, name);
+        const NamedTensor* x = find_tensor(*first, name);
+        const NamedTensor* y = find_tensor(*theirs, name);
         if (x != nullptr && y != nullptr && x->bytes != y->bytes)
           return {Outcome::kFail, fmt::format("vs {}: {} is not bitwise equal", against_.name, name)};
       }
@@ -213,11 +177,11 @@ class Checker {
         if (!refusal(out.status())) return {Outcome::kFail, "D3: " + out.status().to_string()};
       } else {
         for (const char* name : {"out", "y", "d_x", "d_topk_w"}) {
-          const NamedTensor* full = find_output(*first, name);
-          const NamedTensor* part = find_output(*out, name);
+          const NamedTensor* full = find_tensor(*first, name);
+          const NamedTensor* part = find_tensor(*out, name);
           if (full == nullptr || part == nullptr) continue;
           for (size_t i = 0; i < subset.size(); ++i)
-            if (token_row(*full, subset[i]) != token_row(*part, static_cast<int64_t>(i)))
+            if (!same_token_row(*full, subset[i], *part, static_cast<int64_t>(i)))
               return {Outcome::kFail, fmt::format("D3: {} of token {} changes when only {} of the {} tokens run, reversed",
                                                   name, subset[i], subset.size(), tokens)};
         }
@@ -344,7 +308,7 @@ void add_fuzz_command(CLI::App& app, Action& run) {
   CLI::App* cmd = app.add_subcommand("fuzz", "A campaign of drawn problems: D0, D2, D3 and the match with another implementation");
   cmd->add_option("--impl", a->impl, "implementation under test")->capture_default_str();
   cmd->add_option("--against", a->against, "implementation it must match within tolerance ('' = none)")->capture_default_str();
-  cmd->add_option("--bitwise", a->bitwise, "outputs that must equal --against's bit for bit (e.g. out,y)");
+  cmd->add_option("--bitwise", a->bitwise, "outputs that must equal --against's bit for bit (e.g. out,y)")->delimiter(',');
   cmd->add_option("--problems", a->problems, "stop after N problems")->check(CLI::PositiveNumber);
   cmd->add_option("--minutes", a->minutes, "stop after M minutes (the problem running then finishes)")->check(CLI::PositiveNumber);
   cmd->add_option("--seed", a->seed, "campaign seed: problem i is a pure function of (seed, i)")->check(seed_validator());

@@ -115,4 +115,16 @@ std::vector<FuzzCase> shrink_candidates(const FuzzCase& c) {
   return out;
 }
 
+LayerConfig draw_knobs(const FuzzCase& c, int sms) {
+  Draw d(mix(c.data_seed) ^ mix(static_cast<uint64_t>(c.index) + 0x5bd1e995ull));
+  LayerConfig k;
+  const int64_t lo = std::min<int64_t>(c.shape.P, sms);
+  k.num_sms = static_cast<int32_t>(d.uniform(lo, std::max<int64_t>(lo, sms)));
+  k.comm_sms = static_cast<int32_t>(d.uniform(0, std::min<int64_t>(k.num_sms, 17) - 1));
+  const int32_t rows[] = {0, 128, 256, 512, 1024, 4096};
+  k.overlap_rows = rows[d.uniform(0, 5)];
+  k.save_h = d.uniform(0, 1) == 0;
+  return k;
+}
+
 }  // namespace detmoe::cli

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "detmoe/config.h"
 #include "detmoe/problem.h"
 #include "detmoe/routing.h"
 
@@ -37,6 +38,11 @@ struct FuzzCase {
 };
 
 FuzzCase draw_case(uint64_t campaign_seed, int64_t index, const FuzzLimits& limits);
+
+// Speed knobs for D1 on a GPU of `sms` SMs, a pure function of the problem: any SM count that
+// leaves each of the P rank slices a CTA, fewer data-movement SMs than that, a band height, h
+// saved or recomputed. (Knobs change speed, never bits: DESIGN.md D1.)
+LayerConfig draw_knobs(const FuzzCase& c, int sms);
 
 // Smaller problems than `c` (fewer tokens, experts, top-k, hidden, ranks; no shared expert;
 // forward only), each still valid; the shrinker keeps the first that still fails.

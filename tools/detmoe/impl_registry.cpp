@@ -45,10 +45,9 @@ std::string gpu_platform() {
 // Every GPU implementation through the one seam (detmoe/layer_session.h): loopback ranks on the
 // current device, the problem's tensors on the device (seeded ones filled there, others
 // uploaded), outputs poisoned with NaN, forward [+ backward], synchronise, download.
-StatusOr<std::vector<NamedTensor>> run_on_gpu(const char* impl, bool has_backward, const HostProblem& p,
-                                              const LayerConfig& knobs) {
+StatusOr<std::vector<NamedTensor>> run_on_gpu(const std::string& impl, const HostProblem& p, const LayerConfig& knobs) {
   // Not implemented (exit 2) comes before could not run (exit 3).
-  if (p.backward() && !has_backward)
+  if (p.backward() && !layer_session_has_backward(impl))
     return Status(ErrorCode::kNotImplemented, fmt::format("the {}'s backward is not built yet (forward only)", impl));
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0)
@@ -69,15 +68,21 @@ StatusOr<std::vector<NamedTensor>> run_on_gpu(const char* impl, bool has_backwar
   return run_step(**session, **problem, p.backward());
 }
 
+// A GPU implementation's row: its LayerSession by name, so a new implementation is one row of
+// harness/layer_session.cpp and nothing here.
+ImplEntry gpu_entry(const std::string& name) {
+  ImplEntry e{name, &gpu_platform, nullptr, layer_session_has_backward(name), nullptr};
+  e.run = [name](const HostProblem& p) { return run_on_gpu(name, p, {}); };
+  e.run_with_knobs = [name](const HostProblem& p, const LayerConfig& k) { return run_on_gpu(name, p, k); };
+  return e;
+}
+
 const std::vector<ImplEntry>& registry() {
-  static const std::vector<ImplEntry> kImpls = {
-      {"oracle", &cpu_platform, &run_oracle_problem, /*has_backward=*/true, nullptr},
-      {"reference", &gpu_platform, [](const HostProblem& p) { return run_on_gpu("reference", true, p, {}); },
-       /*has_backward=*/true, [](const HostProblem& p, const LayerConfig& k) { return run_on_gpu("reference", true, p, k); }},
-      {"megakernel", &gpu_platform, [](const HostProblem& p) { return run_on_gpu("megakernel", false, p, {}); },
-       /*has_backward=*/false,
-       [](const HostProblem& p, const LayerConfig& k) { return run_on_gpu("megakernel", false, p, k); }},
-  };
+  static const std::vector<ImplEntry> kImpls = [] {
+    std::vector<ImplEntry> v = {{"oracle", &cpu_platform, &run_oracle_problem, /*has_backward=*/true, nullptr}};
+    for (const std::string& name : layer_session_impls()) v.push_back(gpu_entry(name));
+    return v;
+  }();
   return kImpls;
 }
 
