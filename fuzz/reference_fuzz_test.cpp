@@ -1,8 +1,9 @@
-// Properties of the GPU reference path over random shapes, EP sizes and routing distributions
+// Properties of the GPU paths over random shapes, EP sizes and routing distributions
 // (data filled on the device from a drawn seed; a failure shrinks to a small problem and
 // reproduces from RC_PARAMS="reproduce=…"):
-// - the layer matches the oracle within tolerance, writes every output element, and a rerun
-//   gives identical bits (D0); with P > 1 ranks it also gives P = 1's bits (D2);
+// - every implementation of the seam (LayerFuzz/<impl>, forward + backward where it has one)
+//   matches the oracle within tolerance, writes every output element, and a rerun gives
+//   identical bits (D0); with P > 1 ranks it also gives P = 1's bits (D2);
 // - the GPU plan equals the host plan, table for table;
 // - a corrupted routing gets the host validator's exact message.
 #include <cuda_runtime.h>
@@ -13,7 +14,8 @@
 
 #include "detmoe/device_plan.h"
 #include "detmoe/plan.h"
-#include "detmoe/reference_session.h"
+#include "detmoe/layer_session.h"
+#include "detmoe/problem_session.h"
 #include "reference/gpu_problem.h"
 #include "support/gpu.h"
 
@@ -50,34 +52,40 @@ Problem draw_problem() {
 
 std::string describe(const Problem& p) { return p.shape.to_string() + " routing=" + p.routing + " seed=" + std::to_string(p.seed); }
 
-TEST(ReferenceFuzz, MatchesOracleWritesEverythingAndIsDeterministic) {
+// Every implementation of the seam, by name: forward + backward where it has a backward.
+class LayerFuzz : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(LayerFuzz, MatchesOracleWritesEverythingAndIsDeterministic) {
   DETMOE_REQUIRE_GPU();
-  const bool ok = rc::check("reference layer vs oracle, D0, D2", [] {
+  const std::string impl = GetParam();
+  const bool backward = layer_session_has_backward(impl);
+  const bool ok = rc::check(impl + " layer vs oracle, D0, D2", [&] {
     const Problem p = draw_problem();
-    RC_LOG() << describe(p) << "\n";
+    RC_LOG() << impl << " " << describe(p) << (backward ? " fwd+bwd" : " fwd") << "\n";
     const Routing r = testing::make_routing(p.shape, p.routing, p.seed);
     LayerConfig config;
     config.grad_precision = *rc::gen::element(GradPrecision::kFP32, GradPrecision::kBF16);
     config.save_h = *rc::gen::arbitrary<bool>();
-    auto sess = ReferenceSession::create(p.shape, r, p.seed, testing::loopback(static_cast<int>(p.shape.P)), config);
+    auto sess = ProblemSession::create(impl, p.shape, r, p.seed, testing::loopback(static_cast<int>(p.shape.P)), config);
     RC_ASSERT(sess.ok());
-    auto first = (*sess)->run(true);
+    auto first = (*sess)->run(backward);
     RC_ASSERT(first.ok());
     for (const NamedTensor& t : *first) RC_ASSERT(count_nan(t) == 0);
-    const auto oracle = testing::oracle_reference(p.shape, r, p.seed, config.grad_precision, true);
+    const auto oracle = testing::oracle_reference(p.shape, r, p.seed, config.grad_precision, backward);
     const auto results = compare_all_with_tolerance(*first, oracle.outputs, {}, oracle.magnitudes);
     for (const CompareResult& c : results) {
       if (!c.ok()) RC_LOG() << format_tolerance_table(results);
       RC_ASSERT(c.ok());
     }
-    auto second = (*sess)->run(true);
+    auto second = (*sess)->run(backward);
     RC_ASSERT(second.ok());
     for (const BitwiseResult& b : compare_all_bitwise(*first, *second)) RC_ASSERT(b.equal);
     if (p.shape.P > 1) {
       const Shape one = testing::shape_with(p.shape, 1);
-      auto base = ReferenceSession::create(one, testing::make_routing(one, p.routing, p.seed), p.seed, testing::loopback(1), config);
+      auto base = ProblemSession::create(impl, one, testing::make_routing(one, p.routing, p.seed), p.seed, testing::loopback(1),
+                                         config);
       RC_ASSERT(base.ok());
-      auto base_out = (*base)->run(true);
+      auto base_out = (*base)->run(backward);
       RC_ASSERT(base_out.ok());
       for (const BitwiseResult& b : compare_all_bitwise(*first, *base_out, {"dws_gate", "dws_up", "dws_down"})) {
         if (!b.equal) RC_LOG() << format_bitwise_table({b});
@@ -87,6 +95,9 @@ TEST(ReferenceFuzz, MatchesOracleWritesEverythingAndIsDeterministic) {
   });
   EXPECT_TRUE(ok);
 }
+
+INSTANTIATE_TEST_SUITE_P(EveryImplementation, LayerFuzz, ::testing::ValuesIn(layer_session_impls()),
+                         [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 
 StatusOr<RoutingPlan> device_plan(const Shape& s, const Routing& r, bool with_weights) {
   int32_t* idx = nullptr;

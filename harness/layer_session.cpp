@@ -41,6 +41,7 @@ class MegakernelSession final : public LayerSession {
     return {ErrorCode::kNotImplemented, "the megakernel's backward is not built yet (forward only)"};
   }
   Status synchronize() override { return layer_->synchronize(exchange_->stream(0)); }
+  StatusOr<std::vector<LayerTaskTrace>> task_trace() const override { return layer_->downloaded_trace(); }
 
  private:
   std::unique_ptr<Layer> layer_;
@@ -57,13 +58,14 @@ StatusOr<std::unique_ptr<LayerSession>> make_reference(const Shape& shape, const
 }
 
 StatusOr<std::unique_ptr<LayerSession>> make_megakernel(const Shape& shape, const LayerConfig& config,
-                                                        std::shared_ptr<RowExchange> exchange, const LayerSessionOptions&) {
+                                                        std::shared_ptr<RowExchange> exchange, const LayerSessionOptions& o) {
   if (!exchange->single_stream())
     return Status(ErrorCode::kNotImplemented,
                   fmt::format("the megakernel runs loopback ranks (one GPU, one launch); the {} exchange is still to come",
                               exchange->backend()));
   LayerOptions options;
   options.device = exchange->device(0);
+  options.trace_tasks_per_cta = o.trace_tasks_per_cta;
   auto layer = Layer::create(shape, config, options);
   if (!layer.ok()) return layer.status();
   return std::unique_ptr<LayerSession>(new MegakernelSession(std::move(*layer), std::move(exchange)));
@@ -83,6 +85,10 @@ bool layer_session_has_backward(std::string_view impl) {
   for (const Row& r : kRows)
     if (impl == r.name) return r.has_backward;
   return false;
+}
+
+StatusOr<std::vector<LayerTaskTrace>> LayerSession::task_trace() const {
+  return Status(ErrorCode::kNotImplemented, fmt::format("the {} records no task timeline", impl()));
 }
 
 bool LayerSession::has_backward() const { return layer_session_has_backward(impl()); }

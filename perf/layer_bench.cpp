@@ -1,5 +1,6 @@
 // detmoe_perf_layer: the whole MoE layer, forward and forward+backward, on the DESIGN.md §7
-// shapes — the reference layer (fwd, fwd+bwd) and the forward megakernel (fwd).
+// shapes, for any implementation of the seam by name (ProblemSession: the reference, the
+// megakernel; fwd+bwd where the implementation has a backward).
 //
 // One benchmark per (implementation, shape, routing, pass). Each times `--timed` single steps
 // (benchmark iterations) with CUDA events on the layer's stream after two warm-up steps; before
@@ -31,8 +32,8 @@
 //   --knobs=C:R[,C:R...]: megakernel LayerConfig settings to time, comm_sms C and overlap_rows R
 //            (default 0:0); a setting other than 0:0 adds "/comm<C>-rows<R>" to the name. The
 //            knobs change speed only, never bits (D1), so this is how their effect is measured.
-// The megakernel runs on the reference session's inputs (same data, same routing); a device
-// fault of the megakernel fails the benchmark run (exit 3) with its Status.
+// Every implementation runs the same seeded data and routing; a device fault fails the benchmark
+// run (exit 3) with its Status.
 #include <benchmark/benchmark.h>
 #include <cuda_runtime.h>
 
@@ -51,8 +52,8 @@
 #include <utility>
 #include <vector>
 
-#include "detmoe/layer.h"
-#include "detmoe/reference_session.h"
+#include "detmoe/layer_session.h"
+#include "detmoe/problem_session.h"
 #include "detmoe/routing.h"
 #include "detmoe/shapes.h"
 #include "megakernel/host/layer_trace.h"
@@ -98,14 +99,32 @@ std::vector<std::string> split(const std::string& s) {
   return out;
 }
 
-// The session of the benchmark that runs now; rebuilt when the (shape, routing, gemm) changes,
-// so only one problem's buffers are alive at a time.
+// What one benchmark runs besides (impl, shape, routing, pass): the settings only some
+// implementations have (the reference's GEMM calls, the megakernel's knobs and trace).
+struct Variant {
+  std::string gemm = "per-expert";
+  std::pair<int32_t, int32_t> knobs{0, 0};  // (comm_sms, overlap_rows)
+  bool save_h = true;
+  bool trace = false, trace_each = false;
+  std::string trace_out;
+};
+
+// The settings that differ from the defaults, as a benchmark name's suffix ("/grouped",
+// "/comm4-rows64", "/no-save-h"); the trace is not in it (it changes no bits).
+std::string variant_suffix(const Variant& v) {
+  std::string s;
+  if (v.gemm != "per-expert") s += "/" + v.gemm;
+  if (v.knobs != std::pair<int32_t, int32_t>{0, 0})
+    s += "/comm" + std::to_string(v.knobs.first) + "-rows" + std::to_string(v.knobs.second);
+  if (!v.save_h) s += "/no-save-h";
+  return s;
+}
+
+// The session of the benchmark that runs now; rebuilt when what it was made for changes, so only
+// one problem's buffers are alive at a time.
 struct Current {
   std::string key;
-  std::unique_ptr<ReferenceSession> session;
-  std::unique_ptr<Layer> megakernel;  // built on first use for the current session and knobs
-  std::pair<int32_t, int32_t> megakernel_knobs{0, 0};
-  bool megakernel_save_h = true;
+  std::unique_ptr<ProblemSession> session;
   void* flush = nullptr;
   size_t flush_bytes = 0;
 };
@@ -120,12 +139,12 @@ bool& bf16_weight_grads() {
   return v;
 }
 
-ReferenceSession& session_for(const std::string& shape_name, const std::string& routing, const std::string& gemm,
-                              uint64_t seed) {
+ProblemSession& session_for(const std::string& impl, const std::string& shape_name, const std::string& routing,
+                            const Variant& v, uint64_t seed) {
   Current& c = current();
-  const std::string key = shape_name + "/" + routing + "/" + gemm + (bf16_weight_grads() ? "/bf16" : "");
+  const std::string key = impl + "/" + shape_name + "/" + routing + variant_suffix(v) + (v.trace ? "/trace" : "") +
+                          (bf16_weight_grads() ? "/bf16" : "");
   if (c.key == key) return *c.session;
-  c.megakernel.reset();
   c.session.reset();
   c.key.clear();
   const Shape shape = find_named_shape(shape_name).value();
@@ -135,13 +154,17 @@ ReferenceSession& session_for(const std::string& shape_name, const std::string& 
   check(r.status(), "generate_routing");
   auto ex = make_loopback_exchange(static_cast<int>(shape.P));
   check(ex.status(), "loopback exchange");
-  ReferenceOptions options;
-  options.gemm = gemm == "grouped" ? ReferenceGemm::kGroupedBatched : ReferenceGemm::kPerExpert;
+  LayerSessionOptions options;
+  options.reference_gemm = v.gemm == "grouped" ? ReferenceGemm::kGroupedBatched : ReferenceGemm::kPerExpert;
+  options.trace_tasks_per_cta = v.trace ? 8192 : 0;
   LayerConfig config;
   config.grad_precision = bf16_weight_grads() ? GradPrecision::kBF16 : GradPrecision::kFP32;
-  auto s = ReferenceSession::create(shape, *r, seed, std::shared_ptr<RowExchange>(std::move(*ex)), config, options,
-                                    /*write_y=*/false);
-  check(s.status(), "ReferenceSession::create");
+  config.comm_sms = v.knobs.first;
+  config.overlap_rows = v.knobs.second;
+  config.save_h = v.save_h;
+  auto s = ProblemSession::create(impl, shape, *r, seed, std::shared_ptr<RowExchange>(std::move(*ex)), config, options,
+                                  /*write_y=*/false);
+  check(s.status(), "ProblemSession::create");
   c.session = std::move(*s);
   c.key = key;
   if (c.flush == nullptr) {
@@ -257,86 +280,63 @@ void time_steps(benchmark::State& state, const std::string& what, cudaStream_t s
   state.SetLabel(shape.to_string());
 }
 
-void bench_reference(benchmark::State& state, std::string shape_name, std::string routing, std::string gemm,
-                     bool backward, uint64_t seed) {
-  ReferenceSession& s = session_for(shape_name, routing, gemm, seed);
-  ReferenceLayer& layer = s.layer();
-  DeviceProblem& p = s.problem();
-  auto step = [&] {
-    check(layer.forward(p.inputs(), p.outputs()), "forward");
-    if (backward) check(layer.backward(p.inputs(), p.grad_inputs(), p.grad_outputs()), "backward");
-  };
-  auto settle = [&](const char* what) { check(layer.synchronize(), what); };
-  const std::string what = "reference/" + shape_name + "/" + routing + "/" + gemm + (backward ? "/fwd+bwd" : "/fwd");
-  time_steps(state, what, layer.exchange().stream(0), layer.shape(), backward ? 3.0 : 1.0, step, settle,
-             [](double) {});
-}
-
 std::string fmt_launch_line(double ms, const std::string& summary) {
   char head[32];
   std::snprintf(head, sizeof head, "%.3f ms: ", ms);
   return head + summary;
 }
 
-// The forward megakernel: one launch per step, no host synchronisation inside the timed region.
-void bench_megakernel(benchmark::State& state, std::string shape_name, std::string routing, uint64_t seed,
-                      bool trace, bool trace_each, std::string trace_out, std::pair<int32_t, int32_t> knobs,
-                      bool save_h) {
-  ReferenceSession& s = session_for(shape_name, routing, "per-expert", seed);
-  DeviceProblem& p = s.problem();
-  Current& c = current();
-  if (!c.megakernel || c.megakernel_knobs != knobs || c.megakernel_save_h != save_h) {
-    c.megakernel.reset();
-    LayerOptions options;
-    options.trace_tasks_per_cta = trace ? 8192 : 0;
-    LayerConfig config;
-    config.comm_sms = knobs.first;
-    config.overlap_rows = knobs.second;
-    config.save_h = save_h;
-    auto layer = Layer::create(s.layer().shape(), config, options);
-    check(layer.status(), "Layer::create");
-    c.megakernel = std::move(*layer);
-    c.megakernel_knobs = knobs;
-    c.megakernel_save_h = save_h;
+// Prints the task timeline of the last timed launch (and, with --trace-each, one line per launch)
+// and sets the trace counters; only implementations that record one (the megakernel).
+void report_trace(benchmark::State& state, const LayerSession& session, const std::string& shape_name,
+                  const std::string& routing, const Variant& v, const std::vector<std::string>& lines) {
+  auto t = session.task_trace();
+  check(t.status(), "task_trace");
+  const mk::TraceSummary summary = mk::summarize_trace(*t);
+  if (v.trace_each) {
+    std::fprintf(stderr, "%s %s, every timed launch:\n", shape_name.c_str(), routing.c_str());
+    for (const std::string& line : lines) std::fprintf(stderr, "  %s\n", line.c_str());
   }
-  Layer& layer = *c.megakernel;
-  cudaStream_t stream = s.layer().exchange().stream(0);
-  auto step = [&] { check(layer.forward({p.inputs(), p.outputs()}, stream), "megakernel forward"); };
-  auto settle = [&](const char* what) { check(layer.synchronize(stream), what); };
+  std::fprintf(stderr, "%s %s, last timed launch:\n%s", shape_name.c_str(), routing.c_str(),
+               mk::format_trace_summary(summary).c_str());
+  if (!v.trace_out.empty()) {
+    const std::string path = v.trace_out + "/" + session.impl() + "-" + shape_name + "-" + routing + ".trace.json";
+    std::ofstream file(path);
+    file << mk::trace_chrome_json(*t);
+    if (!file) die("cannot write " + path);
+    std::fprintf(stderr, "wrote %s\n", path.c_str());
+  }
+  double busy = 0;
+  for (const mk::TracePhase& p : summary.phases) busy += p.busy_us;
+  state.counters["trace_span_ms"] = summary.span_us * 1e-3;
+  state.counters["trace_busy_pct"] = summary.span_us > 0 ? 100 * busy / summary.span_us : 0;
+  state.counters["trace_sm_mhz"] = summary.sm_clock_mhz;
+}
+
+// One step of `impl` per timed iteration: forward [+ backward] on the session's stream. A
+// forward step of the reference includes its routing plan and host synchronisation; the
+// megakernel's is one launch with none.
+void bench_layer(benchmark::State& state, std::string impl, std::string shape_name, std::string routing, bool backward,
+                 Variant v, uint64_t seed, std::string name) {
+  ProblemSession& s = session_for(impl, shape_name, routing, v, seed);
+  LayerSession& layer = s.session();
+  DeviceProblem& p = s.problem();
+  auto step = [&] {
+    check(layer.forward(p.inputs(), p.outputs()), "forward");
+    if (backward) check(layer.backward(p.inputs(), p.grad_inputs(), p.grad_outputs()), "backward");
+  };
+  auto settle = [&](const char* what) { check(layer.synchronize(), what); };
   // With --trace-each every timed launch's timeline is read back after it (outside the timed
   // region, though the read-back lengthens the gap between launches) and summarised in one line.
   std::vector<std::string> lines;
   auto after = [&](double ms) {
-    if (!trace_each) return;
-    auto t = layer.downloaded_trace();
-    check(t.status(), "downloaded_trace");
+    if (!v.trace_each) return;
+    auto t = layer.task_trace();
+    check(t.status(), "task_trace");
     lines.push_back(fmt_launch_line(ms, mk::format_trace_line(mk::summarize_trace(*t))));
   };
-  time_steps(state, "megakernel/" + shape_name + "/" + routing + "/fwd", stream, layer.shape(), 1.0, step, settle,
-             after);
-  if (trace) {
-    auto t = layer.downloaded_trace();
-    check(t.status(), "downloaded_trace");
-    const mk::TraceSummary summary = mk::summarize_trace(*t);
-    if (trace_each) {
-      std::fprintf(stderr, "%s %s, every timed launch:\n", shape_name.c_str(), routing.c_str());
-      for (const std::string& line : lines) std::fprintf(stderr, "  %s\n", line.c_str());
-    }
-    std::fprintf(stderr, "%s %s, last timed launch:\n%s", shape_name.c_str(), routing.c_str(),
-                 mk::format_trace_summary(summary).c_str());
-    if (!trace_out.empty()) {
-      const std::string path = trace_out + "/megakernel-" + shape_name + "-" + routing + ".trace.json";
-      std::ofstream file(path);
-      file << mk::trace_chrome_json(*t);
-      if (!file) die("cannot write " + path);
-      std::fprintf(stderr, "wrote %s\n", path.c_str());
-    }
-    double busy = 0;
-    for (const mk::TracePhase& p : summary.phases) busy += p.busy_us;
-    state.counters["trace_span_ms"] = summary.span_us * 1e-3;
-    state.counters["trace_busy_pct"] = summary.span_us > 0 ? 100 * busy / summary.span_us : 0;
-    state.counters["trace_sm_mhz"] = summary.sm_clock_mhz;
-  }
+  time_steps(state, name, s.exchange().stream(0), s.shape(), backward ? 3.0 : 1.0, step, settle, after);
+  if (v.trace) report_trace(state, layer, shape_name, routing, v, lines);
 }
 
 void add_context() {
@@ -405,40 +405,36 @@ int main(int argc, char** argv) {
   energy_window_s() = o.energy_window_s;
   bf16_weight_grads() = o.bf16_grads;
   add_context();
-  auto wants = [&](const char* impl) { return std::find(o.impls.begin(), o.impls.end(), impl) != o.impls.end(); };
+  const std::vector<std::string> known = layer_session_impls();
   for (const std::string& impl : o.impls)
-    if (impl != "reference" && impl != "megakernel") die("unknown implementation " + impl);
+    if (std::find(known.begin(), known.end(), impl) == known.end()) die("unknown implementation " + impl);
   for (const std::string& shape : o.shapes) {
     if (!find_named_shape(shape).ok()) die("unknown shape " + shape);
-    for (const std::string& routing : o.routings) {
-      // The megakernel first: it shares the per-expert session, built once per (shape, routing).
-      if (wants("megakernel"))
-        for (const auto& knobs : o.knobs) {
-          std::string name = "megakernel/" + shape + "/" + routing + "/fwd";
-          if (knobs != std::pair<int32_t, int32_t>{0, 0})
-            name += "/comm" + std::to_string(knobs.first) + "-rows" + std::to_string(knobs.second);
-          if (!o.save_h) name += "/no-save-h";
-          benchmark::RegisterBenchmark(name.c_str(), bench_megakernel, shape, routing, o.seed, o.trace, o.trace_each,
-                                       o.trace_out, knobs, o.save_h)
-              ->UseManualTime()
-              ->Unit(benchmark::kMillisecond)
-              ->Iterations(o.timed);
+    for (const std::string& routing : o.routings)
+      for (const std::string& impl : o.impls) {
+        // The settings each implementation has: the reference's GEMM calls, the megakernel's
+        // knobs, h saved or not and its trace. Neighbouring benchmarks share one session.
+        std::vector<Variant> variants;
+        if (impl == "reference") {
+          for (const std::string& gemm : o.gemms) variants.push_back(Variant{gemm, {0, 0}, true, false, false, ""});
+        } else {
+          for (const auto& knobs : o.knobs)
+            variants.push_back(Variant{"per-expert", knobs, o.save_h, o.trace, o.trace_each, o.trace_out});
         }
-      if (!wants("reference")) continue;
-      for (const std::string& gemm : o.gemms)
-        for (bool backward : {false, true}) {
-          const std::string name = "reference/" + shape + "/" + routing + "/" + (backward ? "fwd+bwd" : "fwd") +
-                                   (gemm == "per-expert" ? "" : "/" + gemm) + (backward && o.bf16_grads ? "/bf16-grads" : "");
-          benchmark::RegisterBenchmark(name.c_str(), bench_reference, shape, routing, gemm, backward, o.seed)
-              ->UseManualTime()
-              ->Unit(benchmark::kMillisecond)
-              ->Iterations(o.timed);
-        }
-    }
+        for (const Variant& v : variants)
+          for (bool backward : {false, true}) {
+            if (backward && !layer_session_has_backward(impl)) continue;
+            const std::string name = impl + "/" + shape + "/" + routing + "/" + (backward ? "fwd+bwd" : "fwd") +
+                                     variant_suffix(v) + (backward && o.bf16_grads ? "/bf16-grads" : "");
+            benchmark::RegisterBenchmark(name.c_str(), bench_layer, impl, shape, routing, backward, v, o.seed, name)
+                ->UseManualTime()
+                ->Unit(benchmark::kMillisecond)
+                ->Iterations(o.timed);
+          }
+      }
   }
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
-  current().megakernel.reset();
   current().session.reset();
   if (current().flush != nullptr) cudaFree(current().flush);
   return 0;

@@ -14,6 +14,7 @@
 
 #include "detmoe/config.h"
 #include "detmoe/device_tensors.h"
+#include "detmoe/layer.h"
 #include "detmoe/problem.h"
 #include "detmoe/reference_layer.h"
 #include "detmoe/row_exchange.h"
@@ -35,11 +36,15 @@ class LayerSession {
                           std::span<const DeviceGradOutputs> outputs) = 0;
   // Waits for the session's work; returns the first device fault it recorded, if any.
   virtual Status synchronize() = 0;
+  // The last launch's task timeline, where the implementation records one (the megakernel with
+  // LayerSessionOptions::trace_tasks_per_cta > 0); kNotImplemented elsewhere.
+  virtual StatusOr<std::vector<LayerTaskTrace>> task_trace() const;
 };
 
 // Settings one implementation has and the others do not (LayerConfig holds the shared ones).
 struct LayerSessionOptions {
   ReferenceGemm reference_gemm = ReferenceGemm::kPerExpert;  // the reference's GEMM calls
+  int32_t trace_tasks_per_cta = 0;  // the megakernel's task timeline (LayerOptions), for profiling
 };
 
 // "reference" (cuBLAS per expert + glue kernels, any exchange) or "megakernel" (the fused

@@ -37,7 +37,7 @@ TEST(MegakernelD0, RerunsGiveIdenticalBitsWithOtherWorkBetween) {
   ASSERT_TRUE(first.ok()) << first.status().to_string();
   // Unrelated GPU work (the reference layer on another problem) between the runs.
   const Shape other{512, 128, 128, 8, 2, 1, 0};
-  ASSERT_TRUE(testing::reference_forward(other, make_routing(other, "balanced", 1), 1).ok());
+  ASSERT_TRUE(testing::run_impl("reference", other, make_routing(other, "balanced", 1), 1).ok());
   for (int i = 0; i < 3; ++i) {
     auto again = (*c)->run();
     ASSERT_TRUE(again.ok()) << again.status().to_string();
@@ -95,8 +95,8 @@ TEST(MegakernelD3, TokenSubsetReproducesItsRows) {
   const auto part = run_megakernel_once(sub, rs, 34);
   ASSERT_FALSE(part.empty());
   for (const char* name : {"out", "y"}) {
-    const NamedTensor* a = testing::find(part, name);
-    const NamedTensor* b = testing::find(base, name);
+    const NamedTensor* a = find_tensor(part, name);
+    const NamedTensor* b = find_tensor(base, name);
     ASSERT_TRUE(a != nullptr && b != nullptr);
     ASSERT_LE(a->bytes.size(), b->bytes.size());
     EXPECT_TRUE(std::equal(a->bytes.begin(), a->bytes.end(), b->bytes.begin())) << name;
@@ -141,8 +141,8 @@ TEST(MegakernelD3, PermutingTokensPermutesOutputs) {
   auto permuted = problem.download(false);
   ASSERT_TRUE(permuted.ok());
   for (const char* name : {"out", "y"}) {
-    const NamedTensor* a = testing::find(*permuted, name);
-    const NamedTensor* b = testing::find(*base, name);
+    const NamedTensor* a = find_tensor(*permuted, name);
+    const NamedTensor* b = find_tensor(*base, name);
     ASSERT_TRUE(a != nullptr && b != nullptr);
     const size_t row = a->bytes.size() / s.T;
     int64_t bad = 0;

@@ -39,7 +39,7 @@ TEST_P(MegakernelVsReference, OutAndYWithinTolerance) {
   const auto got = run_megakernel_once(c.shape, r, 21);
   ASSERT_FALSE(got.empty());
   EXPECT_TRUE(all_written(got));
-  auto ref = testing::reference_forward(c.shape, r, 21);
+  auto ref = testing::run_impl("reference", c.shape, r, 21);
   ASSERT_TRUE(ref.ok()) << ref.status().to_string();
   EXPECT_TRUE(within_tolerance(got, *ref));
 }
@@ -65,7 +65,7 @@ TEST(MegakernelNamedShapes, ScaledDownMatchReference) {
       const Routing r = make_routing(s, routing, 3);
       const auto got = run_megakernel_once(s, r, 3);
       ASSERT_FALSE(got.empty());
-      auto ref = testing::reference_forward(s, r, 3);
+      auto ref = testing::run_impl("reference", s, r, 3);
       ASSERT_TRUE(ref.ok()) << ref.status().to_string();
       EXPECT_TRUE(within_tolerance(got, *ref));
     }
@@ -101,8 +101,8 @@ TEST(MegakernelCombine, OutIsTheContractSumOfItsOwnY) {
     const Routing r = make_routing(s, "balanced", 8);
     const auto got = run_megakernel_once(s, r, 8);
     ASSERT_FALSE(got.empty());
-    const NamedTensor* y = testing::find(got, "y");
-    const NamedTensor* out = testing::find(got, "out");
+    const NamedTensor* y = find_tensor(got, "y");
+    const NamedTensor* out = find_tensor(got, "out");
     ASSERT_TRUE(y != nullptr && out != nullptr);
     EXPECT_TRUE(testing::bitwise_equal({*out}, {testing::host_combine(s, r, *y)}));
   }

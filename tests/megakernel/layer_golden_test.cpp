@@ -5,32 +5,22 @@
 // fails here, not only in the golden hashes of one of them.
 #include <gtest/gtest.h>
 
-#include "detmoe/reference_session.h"
+#include "detmoe/problem_session.h"
 #include "detmoe/row_exchange.h"
 #include "golden/golden.h"
 #include "gpu_problem.h"
-#include "layer_test_util.h"
 #include "support/gpu.h"
 
 namespace detmoe {
 namespace {
 
-std::vector<NamedTensor> reference_outputs(const HostProblem& p) {
-  auto ex = make_loopback_exchange(static_cast<int>(p.shape.P));
-  EXPECT_TRUE(ex.ok()) << ex.status().to_string();
-  auto sess = ReferenceSession::create(p, std::shared_ptr<RowExchange>(std::move(*ex)));
-  EXPECT_TRUE(sess.ok()) << sess.status().to_string();
+// Forward outputs of `impl` on the golden case, through the seam.
+std::vector<NamedTensor> forward_outputs(const char* impl, const HostProblem& p) {
+  auto sess = ProblemSession::create(impl, p, testing::loopback(static_cast<int>(p.shape.P)));
+  EXPECT_TRUE(sess.ok()) << impl << ": " << sess.status().to_string();
+  if (!sess.ok()) return {};
   auto out = (*sess)->run(false);
-  EXPECT_TRUE(out.ok()) << out.status().to_string();
-  return out.ok() ? *out : std::vector<NamedTensor>{};
-}
-
-std::vector<NamedTensor> megakernel_outputs(const HostProblem& p) {
-  auto c = testing::MegakernelCase::create(p);
-  EXPECT_TRUE(c.ok()) << c.status().to_string();
-  if (!c.ok()) return {};
-  auto out = (*c)->run();
-  EXPECT_TRUE(out.ok()) << out.status().to_string();
+  EXPECT_TRUE(out.ok()) << impl << ": " << out.status().to_string();
   return out.ok() ? *out : std::vector<NamedTensor>{};
 }
 
@@ -42,7 +32,7 @@ TEST(MegakernelGolden, OutAndYEqualTheReferenceBitwiseOnEveryGoldenCase) {
     SCOPED_TRACE(c.name);
     HostProblem p = golden::make_case_problem(c).value();
     p.data.dout.clear();  // the megakernel's forward
-    const auto ref = reference_outputs(p), mk = megakernel_outputs(p);
+    const auto ref = forward_outputs("reference", p), mk = forward_outputs("megakernel", p);
     ASSERT_FALSE(ref.empty());
     EXPECT_TRUE(testing::bitwise_equal(mk, ref));
     ++checked;

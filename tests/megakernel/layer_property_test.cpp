@@ -2,7 +2,7 @@
 // s ∈ [0, 3], hot expert, all-to-one, empty experts), k = 1..16, T = 1..65536 (mostly small),
 // E = 1..512, loopback P ∈ {1, 2, 4}, shared expert on/off. Each case: the megakernel within
 // tolerance of the GPU reference, every output written, and a rerun on a different SM count
-// bitwise equal (D1).
+// bitwise equal (D1). Both implementations run through the seam (ProblemSession).
 #include <gtest/gtest.h>
 #include <rapidcheck.h>
 #include <rapidcheck/gtest.h>
@@ -11,7 +11,6 @@
 #include <cstdio>
 
 #include "gpu_problem.h"
-#include "layer_test_util.h"
 #include "support/gpu.h"
 
 namespace detmoe {
@@ -65,19 +64,15 @@ TEST(MegakernelProperty, RandomProblemsMatchReferenceAndAreScheduleInvariant) {
     const GeneratedCase c = *gen_case();
     RC_TAG(c.routing);
     const Routing r = testing::make_routing(c.shape, c.routing, c.seed);
-    auto mk = testing::MegakernelCase::create(c.shape, r, c.seed);
-    RC_ASSERT(mk.ok());
-    auto got = (*mk)->run();
+    auto got = testing::run_impl("megakernel", c.shape, r, c.seed);
     RC_ASSERT(got.ok());
     RC_ASSERT(testing::all_written(*got));
-    auto ref = testing::reference_forward(c.shape, r, c.seed);
+    auto ref = testing::run_impl("reference", c.shape, r, c.seed);
     RC_ASSERT(ref.ok());
     RC_ASSERT(testing::within_tolerance(*got, *ref));
     LayerConfig fewer;
     fewer.num_sms = static_cast<int32_t>(std::max<int64_t>(c.shape.P, 1 + static_cast<int64_t>(c.seed % 40)));
-    auto other = testing::MegakernelCase::create(c.shape, r, c.seed, fewer);
-    RC_ASSERT(other.ok());
-    auto again = (*other)->run();
+    auto again = testing::run_impl("megakernel", c.shape, r, c.seed, fewer);
     RC_ASSERT(again.ok());
     RC_ASSERT(testing::bitwise_equal(*again, *got));
   });

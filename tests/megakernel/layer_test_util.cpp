@@ -6,7 +6,6 @@
 #include <cstring>
 
 #include "detmoe/numeric.h"
-#include "detmoe/reference_session.h"
 
 namespace detmoe::testing {
 
@@ -90,14 +89,6 @@ std::vector<NamedTensor> run_megakernel_once(const Shape& s, const Routing& r, u
   return out.ok() ? *out : std::vector<NamedTensor>{};
 }
 
-StatusOr<std::vector<NamedTensor>> reference_forward(const Shape& shape, const Routing& routing, uint64_t seed) {
-  auto ex = make_loopback_exchange(static_cast<int>(shape.P));
-  if (!ex.ok()) return ex.status();
-  auto sess = ReferenceSession::create(shape, routing, seed, std::shared_ptr<RowExchange>(std::move(*ex)));
-  if (!sess.ok()) return sess.status();
-  return (*sess)->run(false);
-}
-
 NamedTensor host_combine(const Shape& shape, const Routing& routing, const NamedTensor& y) {
   const int64_t N = shape.tokens_global(), k = shape.k, H = shape.H;
   NamedTensor out;
@@ -115,12 +106,6 @@ NamedTensor host_combine(const Shape& shape, const Routing& routing, const Named
       obits[t * H + h] = bf16_bits_from_float(acc);
     }
   return out;
-}
-
-const NamedTensor* find(const std::vector<NamedTensor>& ts, const std::string& name) {
-  for (const NamedTensor& t : ts)
-    if (t.name == name) return &t;
-  return nullptr;
 }
 
 }  // namespace detmoe::testing

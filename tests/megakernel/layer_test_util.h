@@ -1,5 +1,7 @@
-// Helpers of the megakernel layer tests: a seeded problem run through detmoe::Layer (outputs
-// poisoned with NaN first, downloaded in the oracle's layout) and through the GPU reference.
+// Helpers of the megakernel's own tests (CUDA graphs, task traces, fault hooks: what only the
+// Layer has): a seeded problem run through detmoe::Layer, outputs poisoned with NaN first and
+// downloaded in the oracle's layout. Comparisons with other implementations go through the seam
+// (testing::run_impl in gpu_problem.h).
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -47,16 +49,11 @@ class MegakernelCase {
                                                             const LayerOptions& options, MakeProblem&& make_problem);
 };
 
-// The GPU reference's forward outputs (out, y) for the same problem.
 // One forward of a fresh MegakernelCase; a failure is a test failure (EXPECT) and an empty list.
 std::vector<NamedTensor> run_megakernel_once(const Shape& s, const Routing& r, uint64_t seed, LayerConfig config = {});
-
-StatusOr<std::vector<NamedTensor>> reference_forward(const Shape& shape, const Routing& routing, uint64_t seed);
 
 // out[t] = bf16(Σ_j fma(w[t,j], y[t,j]) + 0) on the host from a run's own y (Fs = 0): the
 // combine's contract order, which the megakernel must reproduce bit for bit.
 NamedTensor host_combine(const Shape& shape, const Routing& routing, const NamedTensor& y);
-
-const NamedTensor* find(const std::vector<NamedTensor>& ts, const std::string& name);
 
 }  // namespace detmoe::testing

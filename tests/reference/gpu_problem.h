@@ -1,5 +1,6 @@
-// Helpers of the GPU reference tests and fuzzers: the oracle's outputs for a seeded problem,
-// routing from a spec string, loopback exchanges, and compact assertions on output lists.
+// Helpers of the GPU tests and fuzzers: the oracle's outputs for a seeded problem, routing from a
+// spec string, loopback exchanges, one step of any implementation through the seam (run_impl),
+// and compact assertions on output lists.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -11,6 +12,7 @@
 #include "detmoe/compare.h"
 #include "detmoe/data.h"
 #include "detmoe/oracle.h"
+#include "detmoe/problem_session.h"
 #include "detmoe/routing.h"
 #include "detmoe/row_exchange.h"
 #include "detmoe/shapes.h"
@@ -49,6 +51,15 @@ inline OracleReference oracle_reference(const Shape& shape, const Routing& routi
 
 inline std::shared_ptr<RowExchange> loopback(int ranks) {
   return std::shared_ptr<RowExchange>(make_loopback_exchange(ranks).value());
+}
+
+// One step of implementation `impl` (a layer_session_impls() name) on the seeded problem, through
+// the seam (ProblemSession) on a fresh loopback exchange of shape.P ranks.
+inline StatusOr<std::vector<NamedTensor>> run_impl(std::string_view impl, const Shape& shape, const Routing& routing,
+                                                   uint64_t seed, const LayerConfig& config = {}, bool backward = false) {
+  auto session = ProblemSession::create(impl, shape, routing, seed, loopback(static_cast<int>(shape.P)), config);
+  if (!session.ok()) return session.status();
+  return (*session)->run(backward);
 }
 
 inline Shape shape_with(Shape s, int64_t P) {

@@ -7,7 +7,8 @@
 #include <cstring>
 
 #include "detmoe/plan.h"
-#include "detmoe/reference_session.h"
+#include "detmoe/problem_session.h"
+#include "detmoe/reference_layer.h"
 #include "gpu_problem.h"
 #include "support/gpu.h"
 
@@ -22,15 +23,50 @@ using testing::oracle_reference;
 using testing::oracle_tensors;
 using testing::within_tolerance;
 
-std::unique_ptr<ReferenceSession> session(const Shape& s, const Routing& r, uint64_t seed,
-                                          std::shared_ptr<RowExchange> ex, LayerConfig config = {},
-                                          ReferenceOptions options = {}) {
-  auto made = ReferenceSession::create(s, r, seed, std::move(ex), config, options);
+// The reference through the seam (the plan test below reaches into the ReferenceLayer itself).
+std::unique_ptr<ProblemSession> session(const Shape& s, const Routing& r, uint64_t seed, std::shared_ptr<RowExchange> ex,
+                                        LayerConfig config = {}, LayerSessionOptions options = {}) {
+  auto made = ProblemSession::create("reference", s, r, seed, std::move(ex), config, options);
   EXPECT_TRUE(made.ok()) << made.status().to_string();
   return made.ok() ? std::move(*made) : nullptr;
 }
 
-std::vector<NamedTensor> run(ReferenceSession& sess, bool backward = true) {
+// The ReferenceLayer itself on a seeded problem, for the tests of what only it has (its plan
+// download, forward_planned, its argument checks).
+struct DirectReference {
+  std::shared_ptr<RowExchange> exchange;
+  std::unique_ptr<DeviceProblem> device_problem;
+  std::unique_ptr<ReferenceLayer> reference;
+  ReferenceLayer& layer() { return *reference; }
+  DeviceProblem& problem() { return *device_problem; }
+  std::vector<NamedTensor> run(bool backward = true) {
+    EXPECT_TRUE(device_problem->poison_outputs().ok());
+    EXPECT_TRUE(reference->forward(device_problem->inputs(), device_problem->outputs()).ok());
+    if (backward) {
+      EXPECT_TRUE(reference->backward(device_problem->inputs(), device_problem->grad_inputs(), device_problem->grad_outputs()).ok());
+    }
+    EXPECT_TRUE(reference->synchronize().ok());
+    auto out = device_problem->download(backward);
+    EXPECT_TRUE(out.ok()) << out.status().to_string();
+    return out.ok() ? *out : std::vector<NamedTensor>{};
+  }
+};
+
+std::unique_ptr<DirectReference> direct(const Shape& s, const Routing& r, uint64_t seed, std::shared_ptr<RowExchange> ex,
+                                        const LayerConfig& config = {}) {
+  auto d = std::make_unique<DirectReference>();
+  auto problem = DeviceProblem::create(s, r, seed, *ex);
+  EXPECT_TRUE(problem.ok()) << problem.status().to_string();
+  auto layer = ReferenceLayer::create(s, config, ex);
+  EXPECT_TRUE(layer.ok()) << layer.status().to_string();
+  if (!problem.ok() || !layer.ok()) return nullptr;
+  d->exchange = std::move(ex);
+  d->device_problem = std::move(*problem);
+  d->reference = std::move(*layer);
+  return d;
+}
+
+std::vector<NamedTensor> run(ProblemSession& sess, bool backward = true) {
   auto out = sess.run(backward);
   EXPECT_TRUE(out.ok()) << out.status().to_string();
   return out.ok() ? *out : std::vector<NamedTensor>{};
@@ -117,7 +153,7 @@ TEST(ReferenceLayer, UploadedDataGivesTheSeededBits) {
     const Routing r = make_routing(s, "zipf1", seed);
     auto seeded = session(s, r, seed, loopback(static_cast<int>(P)));
     ASSERT_TRUE(seeded);
-    auto uploaded = ReferenceSession::create(HostProblem{s, generate_layer_data(s, seed), r, GradPrecision::kFP32},
+    auto uploaded = ProblemSession::create("reference", HostProblem{s, generate_layer_data(s, seed), r, GradPrecision::kFP32},
                                              loopback(static_cast<int>(P)));
     ASSERT_TRUE(uploaded.ok()) << uploaded.status().to_string();
     EXPECT_TRUE(bitwise_equal(run(*seeded), run(**uploaded)));
@@ -126,7 +162,7 @@ TEST(ReferenceLayer, UploadedDataGivesTheSeededBits) {
   const Shape s{64, 128, 128, 16, 4, 1, 0};
   LayerData short_data = generate_layer_data(s, 1);
   short_data.w_down.resize(10);
-  auto bad = ReferenceSession::create(HostProblem{s, short_data, make_routing(s, "balanced", 1), GradPrecision::kFP32}, loopback(1));
+  auto bad = ProblemSession::create("reference", HostProblem{s, short_data, make_routing(s, "balanced", 1), GradPrecision::kFP32}, loopback(1));
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("w_down has 10 elements"), std::string::npos) << bad.status().message();
 }
@@ -170,7 +206,7 @@ TEST(ReferenceLayer, EveryRankBuildsTheHostPlan) {
   DETMOE_REQUIRE_GPU();
   const Shape s = testing::shape_with(Shape{600, 64, 64, 16, 4, 1, 0}, 4);
   const Routing r = make_routing(s, "zipf1", 17);
-  auto sess = session(s, r, 17, loopback(4));
+  auto sess = direct(s, r, 17, loopback(4));
   ASSERT_TRUE(sess);
   ASSERT_TRUE(sess->layer().plan(sess->problem().inputs()).ok());
   const RoutingPlan host = build_routing_plan(s, r.topk_idx.data()).value();
@@ -228,8 +264,8 @@ TEST(ReferenceLayer, GroupedBatchedGemmsMatchOracleAndRerun) {
   DETMOE_REQUIRE_GPU();
   const Shape s = find_named_shape("small").value();
   const Routing r = make_routing(s, "zipf1", 12);
-  ReferenceOptions grouped;
-  grouped.gemm = ReferenceGemm::kGroupedBatched;
+  LayerSessionOptions grouped;
+  grouped.reference_gemm = ReferenceGemm::kGroupedBatched;
   auto sess = session(s, r, 12, loopback(1), {}, grouped);
   ASSERT_TRUE(sess);
   const auto first = run(*sess);
@@ -250,9 +286,9 @@ TEST(ReferenceLayer, ForwardAndBackwardReplayFromACudaGraph) {
   DETMOE_REQUIRE_GPU();
   const Shape s = testing::shape_with(Shape{128, 128, 64, 8, 2, 1, 64}, 2);
   const Routing r = make_routing(s, "balanced", 14);
-  auto sess = session(s, r, 14, loopback(2));
+  auto sess = direct(s, r, 14, loopback(2));
   ASSERT_TRUE(sess);
-  const auto eager = run(*sess);
+  const auto eager = sess->run();
   ReferenceLayer& layer = sess->layer();
   DeviceProblem& problem = sess->problem();
   ASSERT_TRUE(problem.poison_outputs().ok());
@@ -302,7 +338,7 @@ TEST(ReferenceLayer, BadRoutingGetsTheHostMessage) {
   DETMOE_REQUIRE_GPU();
   const Shape s = testing::shape_with(find_named_shape("small").value(), 2);
   const Routing r = make_routing(s, "balanced", 6);
-  auto sess = session(s, r, 6, loopback(2));
+  auto sess = direct(s, r, 6, loopback(2));
   ASSERT_TRUE(sess);
   ReferenceLayer& layer = sess->layer();
   DeviceProblem& problem = sess->problem();
@@ -336,7 +372,7 @@ TEST(ReferenceLayer, BadRoutingGetsTheHostMessage) {
     ASSERT_EQ(cudaMemcpy(problem.topk_idx(slot), r.topk_idx.data() + slot * s.T * s.k, s.T * s.k * 4, cudaMemcpyHostToDevice), cudaSuccess);
     ASSERT_EQ(cudaMemcpy(problem.topk_w(slot), r.topk_w.data() + slot * s.T * s.k, s.T * s.k * 4, cudaMemcpyHostToDevice), cudaSuccess);
   }
-  EXPECT_TRUE(within_tolerance(run(*sess), oracle_reference(s, r, 6, GradPrecision::kFP32, true)));
+  EXPECT_TRUE(within_tolerance(sess->run(), oracle_reference(s, r, 6, GradPrecision::kFP32, true)));
 }
 
 TEST(ReferenceLayer, CapacityBelowTheRoutingIsRefusedBeforeAnyWrite) {
@@ -345,7 +381,7 @@ TEST(ReferenceLayer, CapacityBelowTheRoutingIsRefusedBeforeAnyWrite) {
   const Routing r = make_routing(s, "all-to-one", 1);
   LayerConfig config;
   config.recv_capacity_rows = 100;
-  auto sess = session(s, r, 1, loopback(2), config);
+  auto sess = direct(s, r, 1, loopback(2), config);
   ASSERT_TRUE(sess);
   const auto host = build_routing_plan(s, r.topk_idx.data(), 100);
   ASSERT_FALSE(host.ok());
@@ -361,7 +397,7 @@ TEST(ReferenceLayer, MissingTensorsAndOrderOfCallsAreReported) {
   DETMOE_REQUIRE_GPU();
   const Shape s = find_named_shape("tiny").value();
   const Routing r = make_routing(s, "balanced", 1);
-  auto sess = session(s, r, 1, loopback(1));
+  auto sess = direct(s, r, 1, loopback(1));
   ASSERT_TRUE(sess);
   ReferenceLayer& layer = sess->layer();
   std::vector<DeviceLayerInputs> in(sess->problem().inputs().begin(), sess->problem().inputs().end());

@@ -5,8 +5,8 @@
 #include "detmoe/data.h"
 #include "detmoe/host_memory.h"
 #include "detmoe/oracle.h"
-#include "detmoe/device_problem.h"
 #include "detmoe/layer_session.h"
+#include "detmoe/problem_session.h"
 
 #include <cuda_runtime_api.h>
 
@@ -56,16 +56,9 @@ StatusOr<std::vector<NamedTensor>> run_on_gpu(const std::string& impl, const Hos
   cudaGetDevice(&device);
   auto ex = make_loopback_exchange(static_cast<int>(p.shape.P), device);
   if (!ex.ok()) return ex.status();
-  const std::shared_ptr<RowExchange> exchange(std::move(*ex));
-  LayerConfig config = knobs;
-  config.grad_precision = p.grad_precision;  // the problem's, for its tensors and the layer alike
-  auto session = make_layer_session(impl, p.shape, config, exchange);
+  auto session = ProblemSession::create(impl, p, std::shared_ptr<RowExchange>(std::move(*ex)), knobs);
   if (!session.ok()) return session.status();
-  DeviceProblemOptions po;
-  po.grad_precision = p.grad_precision;
-  auto problem = DeviceProblem::create(p, *exchange, po);
-  if (!problem.ok()) return problem.status();
-  return run_step(**session, **problem, p.backward());
+  return (*session)->run(p.backward());
 }
 
 // A GPU implementation's row: its LayerSession by name, so a new implementation is one row of
