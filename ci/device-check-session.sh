@@ -3,8 +3,10 @@
 # out of device time): the CTest GPU tests, the PyTorch op's tests, verify through the seam with
 # its run report, golden checks through the registry, and a short fuzz campaign of the megakernel
 # against the reference. Logs and reports go to $OUT (at most 8 files come back).
-#   OUT=dir [FUZZ_MINUTES=M | CALL_SECONDS=570] [FUZZ_SEED=1 FUZZ_START=0] ci/device-check-session.sh
-# Without FUZZ_MINUTES the fuzz campaign gets what is left of CALL_SECONDS (one device call).
+#   OUT=dir [FUZZ_MINUTES=M | CALL_SECONDS=570] [FUZZ_SEED=1 FUZZ_START=0 FUZZ_PROBLEMS=10000 FUZZ_SHARDS=8] \
+#     ci/device-check-session.sh
+# Without FUZZ_MINUTES the fuzz campaign (ci/device-fuzz-campaign.sh) gets what is left of
+# CALL_SECONDS (one device call).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${OUT:-$root/out-device}
@@ -29,12 +31,10 @@ step "verify through the seam, with run reports"
 step "golden through the registry"
 ./detmoe golden check --impl reference | tail -1
 ./detmoe golden check --impl megakernel | tail -1
-step "fuzz: the megakernel against the reference"
-minutes=${FUZZ_MINUTES:-$(( (${CALL_SECONDS:-570} - SECONDS - 20) / 60 ))}
+step "fuzz campaign: the megakernel against the reference, in shards"
+minutes=${FUZZ_MINUTES:-$(( (${CALL_SECONDS:-570} - SECONDS - 30) / 60 ))}
 [ "$minutes" -ge 1 ] 2>/dev/null || minutes=1
-echo "fuzz for $minutes min from problem ${FUZZ_START:-0} of seed ${FUZZ_SEED:-1}"
-./detmoe fuzz --impl megakernel --against reference --bitwise out,y --minutes "$minutes" --seed "${FUZZ_SEED:-1}" \
-  --start "${FUZZ_START:-0}" \
-  --report "$OUT/fuzz.json" > "$OUT/fuzz.log" 2>&1
-echo "fuzz exit $?"; grep -E "^fuzz (PASS|FAIL)|^FAIL|refused" "$OUT/fuzz.log" | head -20; grep "^fuzz:" "$OUT/fuzz.log" | tail -2
+OUT=$OUT BIN=$build/detmoe SEED=${FUZZ_SEED:-1} START=${FUZZ_START:-0} PROBLEMS=${FUZZ_PROBLEMS:-10000} \
+  SHARDS=${FUZZ_SHARDS:-8} MINUTES=$minutes "$root/ci/device-fuzz-campaign.sh"
+echo "campaign exit $?"
 step done

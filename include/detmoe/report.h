@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -186,6 +187,12 @@ StatusOr<RunReport> run_report_from_json(const nlohmann::json& doc);
 std::string to_json_text(const RunReport& report);
 StatusOr<RunReport> parse_run_report(std::string_view text);
 StatusOr<RunReport> load_run_report(const std::string& path);
+// The shards of one campaign as one report: checks, benchmarks and golden results in the order
+// given; run info of the first, started at the earliest start and finished at the latest finish
+// (aborted if any shard was, running if any still is). Refused (InvalidArgument naming the
+// shard): another command, commit, tool version, inventory, perf ceiling or bandwidth matrix,
+// or a check (name and target) already in an earlier shard (overlapping shards).
+StatusOr<RunReport> merge_run_reports(std::span<const RunReport> shards);
 // Atomic: writes `path`.tmp.<pid> and renames it over `path`, so a reader (or a crash) sees the
 // old document or the new one, never half of one. Refuses a report that would not validate.
 Status save_run_report(const std::string& path, const RunReport& report);

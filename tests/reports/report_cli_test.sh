@@ -34,6 +34,15 @@ expect 2 "render: not JSON" "$detmoe" report render "$tmp/broken.json"
 expect 3 "render: missing file" "$detmoe" report render "$tmp/absent.json"
 has "missing file is named" "$tmp/absent.json"
 expect 3 "validate: missing file" "$detmoe" report validate "$tmp/absent.json"
+# merge: two shards of an oracle fuzz campaign (CPU) become one report; overlapping shards are refused.
+fuzz="fuzz --impl oracle --against '' --problems 2 --max-tokens 64 --max-experts 8 --max-hidden 128 --max-intermediate 128"
+expect 0 "fuzz shard 0" sh -c "cd '$tmp' && '$detmoe' $fuzz --start 0 --report shard0.json"
+expect 0 "fuzz shard 1" sh -c "cd '$tmp' && '$detmoe' $fuzz --start 2 --report shard1.json"
+expect 0 "merge two shards" "$detmoe" report merge "$tmp/shard0.json" "$tmp/shard1.json" -o "$tmp/merged.json"
+has "merge counts the checks" "2 reports, 4 checks (4 Pass), state finished"
+expect 0 "the merged report validates" "$detmoe" report validate "$tmp/merged.json"
+expect 2 "merge refuses overlapping shards" "$detmoe" report merge "$tmp/shard0.json" "$tmp/shard0.json" -o "$tmp/m2.json"
+has "overlap is named" "check 'fuzz/0' on cpu is in report 0 and report 1"
 expect 2 "report needs a subcommand" "$detmoe" report
 expect 2 "render needs an input" "$detmoe" report render
 exit $fail

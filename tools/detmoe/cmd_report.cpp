@@ -2,6 +2,7 @@
 // or print the schema.
 //   detmoe report render run.json -o run.html [--markdown run.md]
 //   detmoe report validate run.json...
+//   detmoe report merge shard0.json shard1.json ... -o campaign.json
 //   detmoe report schema
 #include <fmt/format.h>
 
@@ -9,6 +10,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -86,6 +88,33 @@ int run_validate(const std::vector<std::string>& inputs) {
   return rc;
 }
 
+struct MergeArgs {
+  std::vector<std::string> inputs;
+  std::string output;
+};
+
+// The shards of one campaign as one report (report::merge_run_reports); prints the verdict counts.
+int run_merge(const MergeArgs& a) {
+  check_output_path("-o", a.output);
+  for (const std::string& in : a.inputs) refuse_same_file("-o", a.output, "an input", in);
+  std::vector<report::RunReport> shards;
+  for (const std::string& in : a.inputs) {
+    auto r = report::load_run_report(in);
+    if (!r.ok()) throw Error(Status(r.status().code(), in + ": " + r.status().message()));
+    shards.push_back(std::move(*r));
+  }
+  auto merged = report::merge_run_reports(shards);
+  if (!merged.ok()) throw Error(merged.status());
+  throw_if_error(report::save_run_report(a.output, *merged));
+  std::map<std::string, int64_t> verdicts;
+  for (const report::CheckResult& c : merged->checks) ++verdicts[report::to_string(c.verdict)];
+  std::string counts;
+  for (const auto& [verdict, n] : verdicts) counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", n, verdict);
+  fmt::print("wrote {}: {} reports, {} checks ({}), state {}\n", a.output, shards.size(), merged->checks.size(),
+             counts.empty() ? "none" : counts, report::to_string(merged->run.state));
+  return kExitOk;
+}
+
 }  // namespace
 
 void add_report_command(CLI::App& app, Action& run) {
@@ -103,6 +132,12 @@ void add_report_command(CLI::App& app, Action& run) {
   CLI::App* v = cmd->add_subcommand("validate", "check reports against the schema; list each problem with its JSON path");
   v->add_option("inputs", *inputs, "JSON reports")->required();
   v->callback([inputs, &run] { run = [inputs] { return run_validate(*inputs); }; });
+
+  auto merge = std::make_shared<MergeArgs>();
+  CLI::App* m = cmd->add_subcommand("merge", "one report from the shards of one campaign (same command, commit and machine)");
+  m->add_option("inputs", merge->inputs, "detmoe.run/1 reports, in order")->required();
+  m->add_option("-o,--output", merge->output, "the merged report")->required();
+  m->callback([merge, &run] { run = [merge] { return run_merge(*merge); }; });
 
   CLI::App* s = cmd->add_subcommand("schema", "print the JSON Schema of run reports (detmoe.run/1)");
   s->callback([&run] {
