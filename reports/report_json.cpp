@@ -87,6 +87,10 @@ void to_json(json& j, const BenchmarkResult& b) {
   if (!b.baseline.empty()) j["baseline"] = b.baseline;
   if (b.ratio_to_baseline) j["ratio_to_baseline"] = *b.ratio_to_baseline;
   if (b.fraction_of_ceiling) j["fraction_of_ceiling"] = *b.fraction_of_ceiling;
+  if (b.p25_ms) j["p25_ms"] = *b.p25_ms;
+  if (b.p75_ms) j["p75_ms"] = *b.p75_ms;
+  if (b.joules_per_step) j["joules_per_step"] = *b.joules_per_step;
+  if (b.avg_watts) j["avg_watts"] = *b.avg_watts;
 }
 void from_json(const json& j, BenchmarkResult& b) {
   b.impl = j.at("impl");
@@ -101,6 +105,13 @@ void from_json(const json& j, BenchmarkResult& b) {
   b.fraction_of_ceiling.reset();
   if (j.contains("ratio_to_baseline")) b.ratio_to_baseline = j.at("ratio_to_baseline").get<double>();
   if (j.contains("fraction_of_ceiling")) b.fraction_of_ceiling = j.at("fraction_of_ceiling").get<double>();
+  auto optional_number = [&](const char* key) {
+    return j.contains(key) ? std::optional<double>(j.at(key).get<double>()) : std::nullopt;
+  };
+  b.p25_ms = optional_number("p25_ms");
+  b.p75_ms = optional_number("p75_ms");
+  b.joules_per_step = optional_number("joules_per_step");
+  b.avg_watts = optional_number("avg_watts");
   b.repetitions = j.at("repetitions");
 }
 
@@ -230,6 +241,11 @@ class ConsistencyChecker {
     if (b.tflops < 0) add(at + ".tflops", fmt::format("{} is negative", b.tflops));
     if (b.ratio_to_baseline) finite(*b.ratio_to_baseline, at + ".ratio_to_baseline");
     if (b.fraction_of_ceiling) finite(*b.fraction_of_ceiling, at + ".fraction_of_ceiling");
+    if (b.p25_ms) finite(*b.p25_ms, at + ".p25_ms");
+    if (b.p75_ms) finite(*b.p75_ms, at + ".p75_ms");
+    if (b.joules_per_step) finite(*b.joules_per_step, at + ".joules_per_step");
+    if (b.avg_watts) finite(*b.avg_watts, at + ".avg_watts");
+    if (b.p25_ms && b.p75_ms && *b.p25_ms > *b.p75_ms) add(at + ".p25_ms", "above p75_ms");
     if (b.ratio_to_baseline && b.baseline.empty()) add(at + ".ratio_to_baseline", "given without a baseline name");
     if (b.repetitions < 1) add(at + ".repetitions", fmt::format("{} is below 1", b.repetitions));
     if (b.ep_ranks < 1) add(at + ".ep_ranks", fmt::format("{} is below 1", b.ep_ranks));

@@ -114,6 +114,9 @@ struct BenchmarkResult {
   std::optional<double> ratio_to_baseline;    // this row's TFLOP/s / the baseline's
   std::optional<double> fraction_of_ceiling;  // tflops / perf_ceiling.tflops
   int repetitions = 1;
+  // Spread and energy, where the run measured them: quartiles of the step times (a bimodal step
+  // time shows as a p25–p75 gap the median hides), NVML joules per step and average watts.
+  std::optional<double> p25_ms, p75_ms, joules_per_step, avg_watts;
   bool operator==(const BenchmarkResult&) const = default;
 };
 

@@ -9,7 +9,8 @@ namespace {
 
 nlohmann::json gbench() {
   return nlohmann::json::parse(R"({"benchmarks": [
-    {"name": "megakernel/qwen3-30b-a3b/balanced/fwd/iterations:20/manual_time", "median_ms": 3.0, "tflops": 412.0},
+    {"name": "megakernel/qwen3-30b-a3b/balanced/fwd/iterations:20/manual_time", "median_ms": 3.0, "tflops": 412.0,
+     "p25_ms": 2.9, "p75_ms": 3.1, "joules_per_step": 2.2, "avg_watts": 640.0},
     {"name": "reference/qwen3-30b-a3b/balanced/fwd/iterations:20/manual_time", "median_ms": 3.5, "tflops": 353.0},
     {"name": "reference/qwen3-30b-a3b/balanced/fwd+bwd/bf16-grads/iterations:20/manual_time", "median_ms": 10.3, "tflops": 360.0},
     {"name": "reference/qwen3-30b-a3b/zipf1/fwd/grouped/iterations:20/manual_time", "median_ms": 3.9, "tflops": 317.0},
@@ -30,6 +31,11 @@ TEST(BenchReport, RowsNameTheirImplCaseAndBaseline) {
   EXPECT_EQ(rows[0].baseline, "torch-pipeline");
   ASSERT_TRUE(rows[0].ratio_to_baseline.has_value());
   EXPECT_NEAR(*rows[0].ratio_to_baseline, 412.0 / 257.5, 1e-12);
+  EXPECT_EQ(rows[0].p25_ms, 2.9);  // the spread and energy counters travel
+  EXPECT_EQ(rows[0].p75_ms, 3.1);
+  EXPECT_EQ(rows[0].joules_per_step, 2.2);
+  EXPECT_EQ(rows[0].avg_watts, 640.0);
+  EXPECT_FALSE(rows[1].joules_per_step.has_value());  // not measured: absent, not zero
   EXPECT_EQ(rows[2].impl, "reference (bf16-grads)");
   EXPECT_EQ(rows[2].pass, report::BenchPass::kForwardBackward);
   EXPECT_NEAR(*rows[2].ratio_to_baseline, 360.0 / 296.7, 1e-12);

@@ -65,6 +65,13 @@ std::vector<report::BenchmarkResult> bench_results(const nlohmann::json& gbench,
       r.median_ms = b.at("median_ms").get<double>();
       r.tflops = b.at("tflops").get<double>();
       r.repetitions = repetitions;
+      auto counter = [&](const char* key) {
+        return b.contains(key) && b.at(key).is_number() ? std::optional<double>(b.at(key).get<double>()) : std::nullopt;
+      };
+      r.p25_ms = counter("p25_ms");
+      r.p75_ms = counter("p75_ms");
+      r.joules_per_step = counter("joules_per_step");
+      r.avg_watts = counter("avg_watts");
       if (auto it = torch_tflops.find({r.shape, r.routing, parts[3]}); it != torch_tflops.end() && it->second > 0) {
         r.baseline = "torch-pipeline";
         r.ratio_to_baseline = r.tflops / it->second;
