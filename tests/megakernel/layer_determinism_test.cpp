@@ -129,6 +129,10 @@ TEST(MegakernelD3, PermutingTokensPermutesOutputs) {
     ASSERT_EQ(cudaMemcpy(idx + t * k, in.topk_idx + perm[t] * k, k * 4, cudaMemcpyDeviceToDevice), cudaSuccess);
     ASSERT_EQ(cudaMemcpy(w + t * k, in.topk_w + perm[t] * k, k * 4, cudaMemcpyDeviceToDevice), cudaSuccess);
   }
+  // A device-to-device cudaMemcpy returns before the copy is done, and the layer's stream does not
+  // wait for the legacy stream: without this the kernel could read half-copied routing (it did,
+  // under ctest -j4 on the H200: "topk_idx[489,1] = 0 … repeats an earlier slot").
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   in.x = x;
   in.topk_idx = idx;
   in.topk_w = w;
