@@ -208,11 +208,16 @@ class Gpu(unittest.TestCase):
 
     def test_opcheck(self):
         # torch's own check of a custom op's registration: schema (no undeclared mutation or
-        # aliasing), fake tensors against real ones, autograd registration, AOT dispatch.
+        # aliasing), fake tensors against real ones, autograd registration. Not its AOT-dispatch
+        # check: that one compares every output of an eager call with a traced call's, and the
+        # forward's second output is the autograd context's id, new on every call by design (on
+        # the H200 it differed by 1 and nothing else did); the compiled path's bits are checked by
+        # test_torch_compile_fullgraph_gives_the_eager_bits.
         p = problem(T=64, Fs=64, seed=21)
         args = (p["x"], p["topk_idx"], p["topk_w"].requires_grad_(), p["w_gate_up"].requires_grad_(), p["w_down"],
                 p["ws_gate_up"], p["ws_down"], "reference", 0, True, True, True)
-        torch.library.opcheck(torch.ops.detmoe.forward.default, args)
+        torch.library.opcheck(torch.ops.detmoe.forward.default, args,
+                              test_utils=("test_schema", "test_autograd_registration", "test_faketensor"))
 
     def test_rerun_is_bitwise_identical(self):
         p = problem(Fs=64, seed=7)
