@@ -159,14 +159,16 @@ std::string benchmark_section(const RunReport& r) {
     o += fmt::format("<p class=\"muted\">Ceiling: {} = {} TFLOP/s.</p>\n", esc(r.perf_ceiling->name),
                      format_value(r.perf_ceiling->tflops));
   o += "<table id=\"benchmark-table\"><tr><th>impl</th><th>shape</th><th>routing</th><th>pass</th><th>EP</th><th>median ms</th>"
-       "<th>TFLOP/s</th><th>vs baseline</th><th>of ceiling</th><th>reps</th></tr>\n";
+       "<th>p25–p75 ms</th><th>TFLOP/s</th><th>vs baseline</th><th>of ceiling</th><th>J/step</th><th>reps</th></tr>\n";
   for (const BenchmarkResult& b : r.benchmarks) {
     const std::string ratio = b.ratio_to_baseline ? fmt::format("{}× {}", format_value(*b.ratio_to_baseline), b.baseline) : "";
     const std::string frac = b.fraction_of_ceiling ? fmt::format("{:.0f} %", *b.fraction_of_ceiling * 100) : "";
     o += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
-                     "<td class=\"num\">{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>\n",
+                     "<td class=\"num\">{}</td><td class=\"num\">{}</td><td>{}</td><td class=\"num\">{}</td>"
+                     "<td class=\"num\">{}</td><td class=\"num\">{}</td></tr>\n",
                      esc(b.impl), esc(b.shape), esc(b.routing), to_string(b.pass), b.ep_ranks, format_value(b.median_ms),
-                     format_value(b.tflops), esc(ratio), frac, b.repetitions);
+                     quartile_range(b), format_value(b.tflops), esc(ratio), frac,
+                     b.joules_per_step ? format_value(*b.joules_per_step) : "", b.repetitions);
   }
   return o + "</table></section>\n";
 }

@@ -99,12 +99,14 @@ std::string render_markdown(const RunReport& r) {
   } else {
     if (r.perf_ceiling)
       o += fmt::format("Ceiling: {} = {} TFLOP/s.\n\n", md(r.perf_ceiling->name), format_value(r.perf_ceiling->tflops));
-    o += header_row({"impl", "shape", "routing", "pass", "EP", "median ms", "TFLOP/s", "vs baseline", "of ceiling", "reps"});
+    o += header_row({"impl", "shape", "routing", "pass", "EP", "median ms", "p25–p75 ms", "TFLOP/s", "vs baseline", "of ceiling",
+                     "J/step", "reps"});
     for (const BenchmarkResult& b : r.benchmarks)
-      o += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", md(b.impl), md(b.shape), md(b.routing), md(to_string(b.pass)),
-                       b.ep_ranks, format_value(b.median_ms), format_value(b.tflops),
+      o += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", md(b.impl), md(b.shape), md(b.routing),
+                       md(to_string(b.pass)), b.ep_ranks, format_value(b.median_ms), quartile_range(b), format_value(b.tflops),
                        b.ratio_to_baseline ? fmt::format("{}× {}", format_value(*b.ratio_to_baseline), md(b.baseline)) : "",
-                       b.fraction_of_ceiling ? fmt::format("{:.0f} %", *b.fraction_of_ceiling * 100) : "", b.repetitions);
+                       b.fraction_of_ceiling ? fmt::format("{:.0f} %", *b.fraction_of_ceiling * 100) : "",
+                       b.joules_per_step ? format_value(*b.joules_per_step) : "", b.repetitions);
     o += "\n";
   }
 

@@ -1,5 +1,7 @@
 #include "report_views.h"
 
+#include "html_text.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -126,6 +128,11 @@ std::string benchmark_category(const BenchmarkResult& b) {
   if (b.routing != "balanced") s += " " + b.routing;
   if (b.ep_ranks > 1) s += fmt::format(" EP{}", b.ep_ranks);
   return s;
+}
+
+std::string quartile_range(const BenchmarkResult& b) {
+  if (!b.p25_ms || !b.p75_ms) return "";
+  return format_value(*b.p25_ms) + "–" + format_value(*b.p75_ms);
 }
 
 PlotData throughput_plot(const RunReport& r, BenchPass pass) {

@@ -58,5 +58,6 @@ PlotData throughput_plot(const RunReport& report, BenchPass pass);
 PlotData ceiling_plot(const RunReport& report);
 
 std::string benchmark_category(const BenchmarkResult& b);  // "qwen3-30b-a3b", "… zipf1", "… EP8"
+std::string quartile_range(const BenchmarkResult& b);      // "2.99–3.01" (p25–p75 ms), "" when not measured
 
 }  // namespace detmoe::report

@@ -113,7 +113,7 @@ TEST(ReportMarkdown, HasTheSameTables) {
   EXPECT_TRUE(contains(md, "| tiny-layer-rerun |   |   | Pass | **Fail** |"));
   EXPECT_TRUE(contains(md, "**FAIL**: 7 checks — 3 Pass, 2 Fail, 1 Warn, 1 Skip"));
   EXPECT_TRUE(contains(md, "| gpu1 | 120 | — |"));
-  EXPECT_TRUE(contains(md, "| megakernel | qwen3-30b-a3b | balanced | fwd | 1 | 3.90 | 317 | 1.65× torch-grouped-mm | 42 % | 10 |"));
+  EXPECT_TRUE(contains(md, "| megakernel | qwen3-30b-a3b | balanced | fwd | 1 | 3.90 | 3.85–3.95 | 317 | 1.65× torch-grouped-mm | 42 % | 2.25 | 10 |"));
   EXPECT_TRUE(contains(md, "**changed**"));
 }
 
