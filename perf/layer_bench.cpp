@@ -25,6 +25,11 @@
 //   --steps-out=FILE: append one JSON line per benchmark to FILE: every timed step's ms in order,
 //            with NVML's SM clock (MHz) and clock-event reasons sampled right after it, and the
 //            counter sm_mhz (the median sample). p25_ms and p75_ms are reported in every case.
+//   --warmup-seconds=S: after the two warm-up steps, more (flush, step, sync) until S seconds have
+//            passed, so the timed steps start in the GPU's sustained state: on the H200 the 700 W
+//            limiter lowers the clocks ≈ 10 steps into a gpt-oss run (docs/perf-journal/
+//            megakernel-forward.md step 11), and without this the median lands in either mode.
+//            Default 0 (two warm-up steps only, as the stored baselines were measured).
 //   --grad-dtype=bf16: the reference's weight gradients in bf16 (default fp32), as the PyTorch op
 //            computes them for bf16 weights; adds "/bf16-grads" to the fwd+bwd names.
 //   --no-save-h: the megakernel with LayerConfig::save_h off (GEMM1 stores a only; backward would
@@ -37,6 +42,7 @@
 #include <benchmark/benchmark.h>
 #include <cuda_runtime.h>
 
+#include <chrono>
 #include <cmath>
 #include <fstream>
 
@@ -75,6 +81,7 @@ struct Options {
   bool trace_each = false;
   std::string trace_out;  // directory for the Chrome trace JSON, empty: none
   double energy_window_s = 1.0;
+  double warmup_s = 0.0;
   bool save_h = true;
   bool bf16_grads = false;
   std::vector<std::pair<int32_t, int32_t>> knobs = {{0, 0}};  // (comm_sms, overlap_rows)
@@ -176,6 +183,11 @@ ProblemSession& session_for(const std::string& impl, const std::string& shape_na
   return *c.session;
 }
 
+double& warmup_s() {
+  static double seconds = 0.0;
+  return seconds;
+}
+
 double& energy_window_s() {
   static double seconds = 1.0;
   return seconds;
@@ -212,6 +224,15 @@ void time_steps(benchmark::State& state, const std::string& what, cudaStream_t s
                 double passes, Step step, Settle settle, After after) {
   for (int i = 0; i < 2; ++i) step();
   settle("warm-up");
+  if (warmup_s() > 0) {
+    const auto t0 = std::chrono::steady_clock::now();
+    for (size_t i = 0; std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < warmup_s(); ++i) {
+      check(cudaMemsetAsync(current().flush, static_cast<int>(i & 0xff), current().flush_bytes, stream), "flush");
+      step();
+      check(cudaStreamSynchronize(stream), "warm-up step");
+    }
+    settle("timed warm-up");
+  }
   cudaEvent_t start, stop;
   check(cudaEventCreate(&start), "event");
   check(cudaEventCreate(&stop), "event");
@@ -388,6 +409,7 @@ int main(int argc, char** argv) {
     else if (const char* v = value("--timed=")) o.timed = std::max(1, std::atoi(v));
     else if (const char* v = value("--seed=")) o.seed = std::strtoull(v, nullptr, 10);
     else if (const char* v = value("--energy-window=")) o.energy_window_s = std::max(0.0, std::atof(v));
+    else if (const char* v = value("--warmup-seconds=")) o.warmup_s = std::max(0.0, std::atof(v));
     else if (a == "--no-save-h") o.save_h = false;
     else if (a == "--grad-dtype=bf16") o.bf16_grads = true;
     else if (a == "--grad-dtype=fp32") o.bf16_grads = false;
@@ -403,6 +425,7 @@ int main(int argc, char** argv) {
     return 3;
   }
   energy_window_s() = o.energy_window_s;
+  warmup_s() = o.warmup_s;
   bf16_weight_grads() = o.bf16_grads;
   add_context();
   const std::vector<std::string> known = layer_session_impls();
