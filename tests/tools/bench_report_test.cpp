@@ -64,5 +64,45 @@ TEST(BenchReport, NoPipelineMeansNoBaseline) {
   for (const auto& r : rows) EXPECT_TRUE(r.baseline.empty()) << r.impl;
 }
 
+// The console table and JSON rows of `detmoe bench`: the implementation under test beside the
+// reference and the pipeline, per case, whatever its name.
+TEST(BenchTable, AnImplementationBesideTheReferenceAndThePipeline) {
+  const nlohmann::json gb = nlohmann::json::parse(R"({"benchmarks": [
+    {"name": "megakernel/qwen3-30b-a3b/balanced/fwd/iterations:20/manual_time", "median_ms": 3.0, "tflops": 412.0,
+     "joules_per_step": 2.2, "avg_watts": 640.0},
+    {"name": "reference/qwen3-30b-a3b/balanced/fwd/iterations:20/manual_time", "median_ms": 3.6, "tflops": 343.0},
+    {"name": "megakernel/gpt-oss-120b/balanced/fwd/iterations:20/manual_time", "median_ms": 6.5, "tflops": 500.0}]})");
+  const nlohmann::json tp = nlohmann::json::parse(R"({"results": [
+    {"shape": "qwen3-30b-a3b", "routing": "balanced", "pass": "fwd", "median_ms": 4.8, "tflops": 257.5, "timed": 20,
+     "joules_per_step": 3.3, "avg_watts": 600.0},
+    {"shape": "deepseek-v3", "routing": "balanced", "pass": "fwd", "median_ms": 12.0, "tflops": 500.0, "timed": 20}]})");
+  const BenchTable t = bench_table(bench_results(gb, tp, 20), "megakernel");
+  ASSERT_EQ(t.rows.size(), 2u);  // deepseek ran only in the pipeline: no row
+  const auto& q = t.rows[0];
+  EXPECT_EQ(q["case"], "qwen3-30b-a3b/balanced/fwd");
+  EXPECT_EQ(q["megakernel_ms"], 3.0);
+  EXPECT_EQ(q["reference_ms"], 3.6);
+  EXPECT_NEAR(q["torch_over_megakernel"].get<double>(), 4.8 / 3.0, 1e-12);
+  EXPECT_EQ(q["megakernel_joules_per_step"], 2.2);
+  EXPECT_EQ(q["torch_joules_per_step"], 3.3);
+  EXPECT_FALSE(t.rows[1].contains("reference_ms"));  // gpt-oss: no reference row, no pipeline row
+  EXPECT_FALSE(t.rows[1].contains("torch_ms"));
+  EXPECT_NE(t.text.find("1.20"), std::string::npos) << t.text;  // ref/mega = 3.6 / 3.0
+  EXPECT_NE(t.text.find("1.60"), std::string::npos) << t.text;  // torch/mega = 4.8 / 3.0
+  EXPECT_NE(t.text.find("2.200 (640)"), std::string::npos) << t.text;
+}
+
+TEST(BenchTable, TheReferenceAloneWithItsGroupedVariant) {
+  const BenchTable t = bench_table(bench_results(gbench(), torch(), 20), "reference");
+  // reference/balanced/fwd, reference (bf16-grads) fwd+bwd, reference (grouped) zipf1 fwd, and
+  // the megakernel's row of the first case is not the reference's.
+  ASSERT_EQ(t.rows.size(), 3u);
+  EXPECT_EQ(t.rows[0]["reference_ms"], 3.5);
+  EXPECT_NEAR(t.rows[0]["reference_over_torch"].get<double>(), 3.5 / 4.8, 1e-12);
+  EXPECT_EQ(t.rows[2]["case"], "qwen3-30b-a3b/zipf1/fwd");
+  EXPECT_EQ(t.rows[2]["reference_grouped_ms"], 3.9);
+  EXPECT_NE(t.text.find("grouped ms"), std::string::npos) << t.text;
+}
+
 }  // namespace
 }  // namespace detmoe::cli

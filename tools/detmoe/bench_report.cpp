@@ -42,6 +42,8 @@ std::vector<report::BenchmarkResult> bench_results(const nlohmann::json& gbench,
       r.median_ms = t.at("median_ms").get<double>();
       r.tflops = t.at("tflops").get<double>();
       r.repetitions = t.value("timed", repetitions);
+      if (t.contains("joules_per_step") && t["joules_per_step"].is_number()) r.joules_per_step = t["joules_per_step"].get<double>();
+      if (t.contains("avg_watts") && t["avg_watts"].is_number()) r.avg_watts = t["avg_watts"].get<double>();
       torch_tflops[{r.shape, r.routing, t.at("pass").get<std::string>()}] = r.tflops;
       torch_rows.push_back(r);
     }
@@ -80,6 +82,87 @@ std::vector<report::BenchmarkResult> bench_results(const nlohmann::json& gbench,
     }
   out.insert(out.end(), torch_rows.begin(), torch_rows.end());
   return out;
+}
+
+BenchTable bench_table(const std::vector<report::BenchmarkResult>& results, const std::string& impl) {
+  struct Measured {
+    const report::BenchmarkResult* under_test = nullptr;
+    const report::BenchmarkResult* reference = nullptr;
+    const report::BenchmarkResult* grouped = nullptr;
+    const report::BenchmarkResult* torch = nullptr;
+  };
+  std::map<std::string, Measured> cases;
+  std::vector<std::string> order;
+  for (const report::BenchmarkResult& r : results) {
+    const std::string key = fmt::format("{}/{}/{}", r.shape, r.routing, report::to_string(r.pass));
+    Measured* m = nullptr;
+    auto at = [&]() -> Measured& {
+      if (!cases.count(key)) order.push_back(key);
+      return cases[key];
+    };
+    if (r.impl == "torch-pipeline") {
+      if (cases.count(key)) cases[key].torch = &r;  // only cases DetMoE ran
+      continue;
+    }
+    m = &at();
+    if (r.impl == impl) m->under_test = &r;
+    else if (r.impl == "reference") m->reference = &r;
+    else if (r.impl == "reference (grouped)") m->grouped = &r;
+  }
+  auto ms = [](const report::BenchmarkResult* r) { return r ? fmt::format("{:.3f}", r->median_ms) : std::string("-"); };
+  auto tf = [](const report::BenchmarkResult* r) { return r ? fmt::format("{:.1f}", r->tflops) : std::string("-"); };
+  auto ratio = [](const report::BenchmarkResult* num, const report::BenchmarkResult* den) {
+    return num && den && den->median_ms > 0 ? fmt::format("{:.2f}", num->median_ms / den->median_ms) : std::string("-");
+  };
+  auto energy = [](const report::BenchmarkResult* r) {
+    return r && r->joules_per_step ? fmt::format("{:.3f} ({:.0f})", *r->joules_per_step, r->avg_watts.value_or(0))
+                                   : std::string("-");
+  };
+  BenchTable t;
+  const bool is_reference = impl == "reference";
+  bool any_grouped = false;
+  for (const auto& [key, m] : cases) any_grouped = any_grouped || m.grouped;
+  if (is_reference) {
+    t.text += fmt::format("{:<34} {:>13} {:>9} {}{:>10} {:>9} {:>10}\n", "shape / routing / pass", "reference ms", "TFLOP/s",
+                          any_grouped ? fmt::format("{:>13} ", "grouped ms") : "", "torch ms", "TFLOP/s", "ref/torch");
+  } else {
+    t.text += fmt::format("{:<34} {:>13} {:>9} {:>13} {:>9} {:>10} {:>11} {:>17} {:>16}\n", "shape / routing / pass",
+                          impl + " ms", "TFLOP/s", "reference ms", "ref/" + impl.substr(0, 4), "torch ms",
+                          "torch/" + impl.substr(0, 4), impl.substr(0, 4) + " J/step (W)", "torch J/step (W)");
+  }
+  for (const std::string& key : order) {
+    const Measured& m = cases[key];
+    const report::BenchmarkResult* mine = is_reference ? (m.under_test ? m.under_test : m.reference) : m.under_test;
+    nlohmann::json row = {{"case", key}};
+    if (mine) {
+      row[impl + "_ms"] = mine->median_ms;
+      row[impl + "_tflops"] = mine->tflops;
+      if (mine->joules_per_step) row[impl + "_joules_per_step"] = *mine->joules_per_step;
+      if (mine->avg_watts) row[impl + "_avg_watts"] = *mine->avg_watts;
+    }
+    if (!is_reference && m.reference) row["reference_ms"] = m.reference->median_ms;
+    if (m.grouped) row["reference_grouped_ms"] = m.grouped->median_ms;
+    if (m.torch) {
+      row["torch_ms"] = m.torch->median_ms;
+      row["torch_tflops"] = m.torch->tflops;
+      if (mine && mine->median_ms > 0) {
+        if (is_reference) row["reference_over_torch"] = mine->median_ms / m.torch->median_ms;
+        else row["torch_over_" + impl] = m.torch->median_ms / mine->median_ms;
+      }
+      if (m.torch->joules_per_step) row["torch_joules_per_step"] = *m.torch->joules_per_step;
+      if (m.torch->avg_watts) row["torch_avg_watts"] = *m.torch->avg_watts;
+    }
+    t.rows.push_back(row);
+    if (is_reference)
+      t.text += fmt::format("{:<34} {:>13} {:>9} {}{:>10} {:>9} {:>10}\n", key, ms(mine), tf(mine),
+                            any_grouped ? fmt::format("{:>13} ", ms(m.grouped)) : "", ms(m.torch), tf(m.torch),
+                            m.torch && mine ? ratio(mine, m.torch) + "x" : "-");
+    else
+      t.text += fmt::format("{:<34} {:>13} {:>9} {:>13} {:>9} {:>10} {:>11} {:>17} {:>16}\n", key, ms(mine), tf(mine),
+                            ms(m.reference), ratio(m.reference, mine), ms(m.torch), ratio(m.torch, mine), energy(mine),
+                            energy(m.torch));
+  }
+  return t;
 }
 
 }  // namespace detmoe::cli

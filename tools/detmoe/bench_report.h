@@ -18,4 +18,16 @@ namespace detmoe::cli {
 std::vector<report::BenchmarkResult> bench_results(const nlohmann::json& gbench, const nlohmann::json& torch,
                                                    int repetitions);
 
+// The table `detmoe bench --impl IMPL` prints and the rows of its JSON, one per case (shape /
+// routing / pass, in the order Google Benchmark ran them): IMPL beside the reference (when IMPL is
+// not the reference itself; "ref/IMPL" > 1 means IMPL is faster) and beside the torch pipeline
+// ("torch/IMPL", the issues' speedup), with joules per step where NVML measured them. The
+// reference's own table has its grouped-GEMM variant and "ref/torch" (time over time). JSON keys:
+// "<impl>_ms", "<impl>_tflops", "reference_ms", "torch_ms", "torch_over_<impl>", … as before.
+struct BenchTable {
+  std::string text;
+  nlohmann::json rows = nlohmann::json::array();
+};
+BenchTable bench_table(const std::vector<report::BenchmarkResult>& results, const std::string& impl);
+
 }  // namespace detmoe::cli
