@@ -81,12 +81,16 @@ TEST(MegakernelFaults, InvalidExpertIdFoundOnDeviceWritesNothing) {
                                    std::tuple{int32_t{-3}, 0, "topk_idx[5,0] = -3"},
                                    std::tuple{saved[0], 1, "repeats an earlier slot"}}) {
     ASSERT_EQ(cudaMemcpy(idx + 5 * 2 + slot, &value, 4, cudaMemcpyHostToDevice), cudaSuccess);
+    // A pageable cudaMemcpy may return before its DMA lands, and the layer's non-blocking stream
+    // does not wait for the legacy stream (the D3 test read half-copied routing this way).
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     std::vector<NamedTensor> after;
     const Status st = forward_status(**c, &after);
     EXPECT_EQ(st.code(), ErrorCode::kInvalidArgument) << st.to_string();
     EXPECT_TRUE(contains(st.message(), what)) << st.message();
     EXPECT_EQ(total_nan(after), total_elements(after)) << "a refused launch wrote outputs";
     ASSERT_EQ(cudaMemcpy(idx + 5 * 2, saved, sizeof saved, cudaMemcpyHostToDevice), cudaSuccess);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   }
   std::vector<NamedTensor> recovered;
   const Status st = forward_status(**c, &recovered);
@@ -101,6 +105,7 @@ TEST(MegakernelFaults, NonFiniteWeightIsRefused) {
   ASSERT_TRUE(c.ok()) << c.status().to_string();
   const float nan = NAN;
   ASSERT_EQ(cudaMemcpy((*c)->problem().topk_w(0) + 7 * 2 + 1, &nan, 4, cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);  // as in InvalidExpertIdFoundOnDeviceWritesNothing
   const Status st = forward_status(**c, nullptr);
   EXPECT_EQ(st.code(), ErrorCode::kInvalidArgument) << st.to_string();
   EXPECT_TRUE(contains(st.message(), "topk_w[7,1]")) << st.message();

@@ -18,6 +18,7 @@ struct DeviceArray {
   explicit DeviceArray(const std::vector<T>& host) {
     EXPECT_EQ(cudaMalloc(&p, host.size() * sizeof(T)), cudaSuccess);
     EXPECT_EQ(cudaMemcpy(p, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice), cudaSuccess);
+    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);  // a pageable copy may return before it lands
   }
   ~DeviceArray() { cudaFree(p); }
   T* p = nullptr;

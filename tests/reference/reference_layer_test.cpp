@@ -349,6 +349,9 @@ TEST(ReferenceLayer, BadRoutingGetsTheHostMessage) {
       ASSERT_EQ(cudaMemcpy(problem.topk_idx(slot), idx.data() + slot * s.T * s.k, s.T * s.k * 4, cudaMemcpyHostToDevice), cudaSuccess);
       ASSERT_EQ(cudaMemcpy(problem.topk_w(slot), w.data() + slot * s.T * s.k, s.T * s.k * 4, cudaMemcpyHostToDevice), cudaSuccess);
     }
+    // A pageable cudaMemcpy may return before its DMA lands; the layer's non-blocking streams do
+    // not wait for the legacy stream.
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     const Status gpu = layer.forward(problem.inputs(), problem.outputs());
     EXPECT_EQ(gpu.code(), host.code());
     EXPECT_EQ(gpu.message(), host.message());
@@ -372,6 +375,7 @@ TEST(ReferenceLayer, BadRoutingGetsTheHostMessage) {
     ASSERT_EQ(cudaMemcpy(problem.topk_idx(slot), r.topk_idx.data() + slot * s.T * s.k, s.T * s.k * 4, cudaMemcpyHostToDevice), cudaSuccess);
     ASSERT_EQ(cudaMemcpy(problem.topk_w(slot), r.topk_w.data() + slot * s.T * s.k, s.T * s.k * 4, cudaMemcpyHostToDevice), cudaSuccess);
   }
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   EXPECT_TRUE(within_tolerance(sess->run(), oracle_reference(s, r, 6, GradPrecision::kFP32, true)));
 }
 

@@ -26,6 +26,9 @@ void run_and_check(RowExchange& ex, const std::vector<RowSegment>& segments, int
     ASSERT_EQ(cudaMemcpy(src[slot], host.data(), host.size(), cudaMemcpyHostToDevice), cudaSuccess);
     ASSERT_EQ(cudaMemset(dst[slot], 0xee, rows * kRowBytes), cudaSuccess);
   }
+  // cudaMemset and a pageable cudaMemcpy may return before they land; the exchange's
+  // non-blocking streams do not wait for the legacy stream.
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   std::vector<const void*> csrc(src.begin(), src.end());
   const Status st = ex.exchange(segments, csrc, dst, kRowBytes);
   ASSERT_TRUE(st.ok()) << st.to_string();
