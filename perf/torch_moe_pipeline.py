@@ -132,14 +132,25 @@ def l2_flush_buffer():
     return torch.empty(2 * max(props.L2_cache_size, 32 << 20), dtype=torch.uint8, device="cuda")
 
 
-def time_steps(step, timed, flush, before_step=None, energy_window=0.0, energy=None):
+def time_steps(step, timed, flush, before_step=None, energy_window=0.0, energy=None, warmup_s=0.0):
     """Median ms of `timed` steps after 3 warm-ups; L2 evicted (and before_step() run) ahead of each.
 
+    With warmup_s > 0, more warm-up steps until that many seconds have passed, so the timed steps
+    run in the GPU's sustained (power-capped) state, as detmoe_perf_layer --warmup-seconds does.
     With energy_window > 0 and a dict `energy`, also fills energy["joules_per_step"] and
     energy["avg_watts"] over the timed steps and as many more as fit in the window (seconds)."""
     for _ in range(3):
         step()
     torch.cuda.synchronize()
+    t0 = time.monotonic()
+    i = 0
+    while time.monotonic() - t0 < warmup_s:
+        flush.fill_(i & 0xFF)
+        i += 1
+        if before_step is not None:
+            before_step()
+        step()
+        torch.cuda.synchronize()
     window = EnergyWindow(energy_window if energy is not None else 0.0)
     times = []
     for i in range(timed):
@@ -184,7 +195,7 @@ def make_case(name, routing, seed):
     return x.requires_grad_(), w13, w2, dout, topk_idx, topk_w.requires_grad_()
 
 
-def run_case(name, routing, timed, seed, flush, passes, energy_window=1.0):
+def run_case(name, routing, timed, seed, flush, passes, energy_window=1.0, warmup_s=0.0):
     T, H, Fdim, E, k = SHAPES[name]
     x, w13, w2, dout, topk_idx, topk_w = make_case(name, routing, seed)
     fwd_flops = 6.0 * T * k * H * Fdim
@@ -204,7 +215,7 @@ def run_case(name, routing, timed, seed, flush, passes, energy_window=1.0):
         if pass_name not in passes:
             continue
         energy = {}
-        med, lo, hi = time_steps(step, timed, flush, energy_window=energy_window, energy=energy)
+        med, lo, hi = time_steps(step, timed, flush, energy_window=energy_window, energy=energy, warmup_s=warmup_s)
         results.append({"shape": name, "routing": routing, "pass": pass_name, "median_ms": med, "min_ms": lo,
                         "max_ms": hi, "tflops": flops / (med * 1e-3) / 1e12, "timed": timed, **energy})
         joules = f"  {energy['joules_per_step']:.3f} J/step  {energy['avg_watts']:.0f} W" if energy else ""
@@ -226,6 +237,8 @@ def parse_pipeline_args(description):
     ap.add_argument("--json", required=True)
     ap.add_argument("--energy-window", type=float, default=1.0,
                     help="seconds of steps the NVML energy figure covers (0: off)")
+    ap.add_argument("--warmup-seconds", type=float, default=0.0,  # torch_moe_ep_pipeline.py ignores it
+                    help="warm-up steps until this many seconds have passed (the power-capped steady state)")
     return ap.parse_args()
 
 
@@ -240,7 +253,7 @@ def main():
     for name in args.shapes.split(","):
         for routing in args.routings.split(","):
             results.extend(run_case(name, routing, args.timed, args.seed, flush, args.passes.split(","),
-                                    args.energy_window))
+                                    args.energy_window, args.warmup_seconds))
     with open(args.json, "w") as f:
         json.dump({"schema": "detmoe.torch_pipeline/1", "torch": torch.__version__, "gpu": props.name,
                    "results": results}, f, indent=2)

@@ -103,7 +103,8 @@ int run_bench(const BenchArgs& a) {
     const std::string py = a.python.empty() ? default_python() : a.python;
     const std::string tcmd = fmt::format("NCCL_NVLS_ENABLE=0 PYTHONUNBUFFERED=1 \"{}\" \"{}\" --shapes={} --routings={} --timed={} --seed={} --passes={} --json=\"{}\"",
                                          py, a.script.empty() ? data_path("perf/torch_moe_pipeline.py") : a.script, joined(a.shapes), joined(a.routings), a.timed, a.seed,
-                                         forward_only ? "fwd" : "fwd,fwd+bwd", torch_json);
+                                         forward_only ? "fwd" : "fwd,fwd+bwd", torch_json) +
+                             (a.warmup_s > 0 ? fmt::format(" --warmup-seconds={}", a.warmup_s) : "");
     fmt::print("$ {}\n", tcmd);
     std::fflush(stdout);
     if (std::system(tcmd.c_str()) == 0) torch = read_json(torch_json);
