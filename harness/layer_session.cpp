@@ -59,10 +59,6 @@ StatusOr<std::unique_ptr<LayerSession>> make_reference(const Shape& shape, const
 
 StatusOr<std::unique_ptr<LayerSession>> make_megakernel(const Shape& shape, const LayerConfig& config,
                                                         std::shared_ptr<RowExchange> exchange, const LayerSessionOptions& o) {
-  if (!exchange->single_stream())
-    return Status(ErrorCode::kNotImplemented,
-                  fmt::format("the megakernel runs loopback ranks (one GPU, one launch); the {} exchange is still to come",
-                              exchange->backend()));
   LayerOptions options;
   options.device = exchange->device(0);
   options.trace_tasks_per_cta = o.trace_tasks_per_cta;
@@ -74,17 +70,28 @@ StatusOr<std::unique_ptr<LayerSession>> make_megakernel(const Shape& shape, cons
 struct Row {
   const char* name;
   bool has_backward;
+  bool loopback_only;  // every rank on one GPU in one launch (the megakernel until its NCCL exchange)
   StatusOr<std::unique_ptr<LayerSession>> (*make)(const Shape&, const LayerConfig&, std::shared_ptr<RowExchange>,
                                                   const LayerSessionOptions&);
 };
-constexpr Row kRows[] = {{"reference", true, &make_reference}, {"megakernel", false, &make_megakernel}};
+constexpr Row kRows[] = {{"reference", true, false, &make_reference}, {"megakernel", false, true, &make_megakernel}};
+
+const Row* find_row(std::string_view impl) {
+  for (const Row& r : kRows)
+    if (impl == r.name) return &r;
+  return nullptr;
+}
 
 }  // namespace
 
 bool layer_session_has_backward(std::string_view impl) {
-  for (const Row& r : kRows)
-    if (impl == r.name) return r.has_backward;
-  return false;
+  const Row* r = find_row(impl);
+  return r != nullptr && r->has_backward;
+}
+
+bool layer_session_loopback_only(std::string_view impl) {
+  const Row* r = find_row(impl);
+  return r != nullptr && r->loopback_only;
 }
 
 StatusOr<std::vector<LayerTaskTrace>> LayerSession::task_trace() const {
@@ -103,8 +110,13 @@ StatusOr<std::unique_ptr<LayerSession>> make_layer_session(std::string_view impl
                                                            const LayerConfig& config, std::shared_ptr<RowExchange> exchange,
                                                            const LayerSessionOptions& options) {
   if (!exchange) return invalid_argument("make_layer_session: exchange is null");
-  for (const Row& r : kRows)
-    if (impl == r.name) return r.make(shape, config, std::move(exchange), options);
+  if (const Row* r = find_row(impl)) {
+    if (r->loopback_only && !exchange->single_stream())
+      return Status(ErrorCode::kNotImplemented,
+                    fmt::format("the {} runs loopback ranks only (one GPU, one launch); the {} exchange is still to come",
+                                r->name, exchange->backend()));
+    return r->make(shape, config, std::move(exchange), options);
+  }
   return invalid_argument(fmt::format("implementation '{}' is unknown (known: {})", impl, fmt::join(layer_session_impls(), ", ")));
 }
 

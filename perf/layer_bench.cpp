@@ -222,16 +222,16 @@ double quantile(const std::vector<double>& sorted, double q) {
 template <class Step, class Settle, class After>
 void time_steps(benchmark::State& state, const std::string& what, cudaStream_t stream, const Shape& shape,
                 double passes, Step step, Settle settle, After after) {
+  auto flush = [&](size_t i) {
+    check(cudaMemsetAsync(current().flush, static_cast<int>(i & 0xff), current().flush_bytes, stream), "flush");
+  };
   for (int i = 0; i < 2; ++i) step();
   settle("warm-up");
-  if (warmup_s() > 0) {
-    const auto t0 = std::chrono::steady_clock::now();
-    for (size_t i = 0; std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < warmup_s(); ++i) {
-      check(cudaMemsetAsync(current().flush, static_cast<int>(i & 0xff), current().flush_bytes, stream), "flush");
-      step();
-      check(cudaStreamSynchronize(stream), "warm-up step");
-    }
-    settle("timed warm-up");
+  const auto warm0 = std::chrono::steady_clock::now();
+  for (size_t i = 0; std::chrono::duration<double>(std::chrono::steady_clock::now() - warm0).count() < warmup_s(); ++i) {
+    flush(i);
+    step();
+    settle("warm-up step");
   }
   cudaEvent_t start, stop;
   check(cudaEventCreate(&start), "event");
@@ -240,9 +240,6 @@ void time_steps(benchmark::State& state, const std::string& what, cudaStream_t s
   std::vector<int> sm_mhz;
   std::vector<long long> clock_reasons;
   const perf::EnergyWindow window(energy_meter(), energy_window_s());
-  auto flush = [&](size_t i) {
-    check(cudaMemsetAsync(current().flush, static_cast<int>(i & 0xff), current().flush_bytes, stream), "flush");
-  };
   for (auto _ : state) {
     flush(ms.size());
     check(cudaEventRecord(start, stream), "record");

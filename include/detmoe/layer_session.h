@@ -57,6 +57,9 @@ std::vector<std::string> layer_session_impls();
 // Whether `impl` has a backward pass (false for unknown names): answerable without a GPU, so a
 // command refuses a backward it cannot run before it looks for a device.
 bool layer_session_has_backward(std::string_view impl);
+// Whether `impl` runs only loopback exchanges (every rank on one GPU): make_layer_session refuses
+// any other with kNotImplemented, and a command can say so before it looks for a device.
+bool layer_session_loopback_only(std::string_view impl);
 
 class DeviceProblem;
 // One step of `session` on `problem` as the harness runs it: every output poisoned with NaN,

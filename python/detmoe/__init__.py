@@ -29,13 +29,14 @@ def moe_stacked(x, topk_idx, topk_w, w_gate_up, w_down, shared_gate_up=None, sha
     # The compiled op checks the tensors too, but an error it raised from its CUDA kernel crashed
     # the process on the H200 (docs/PYTORCH.md, "Known defects"): every argument rule is checked
     # here first, once per signature (shapes, dtypes, device), so a bad call raises in Python.
+    # Skipped while torch.compile traces (fake tensors have no address; the op checks at run time).
     if not torch.compiler.is_compiling():
         _checks.check_inputs_once(x, topk_idx, topk_w, w_gate_up, w_down, shared_gate_up, shared_down)
+        _checks.check_layout((("x", x), ("w_gate_up", w_gate_up), ("w_down", w_down), ("ws_gate_up", shared_gate_up),
+                              ("ws_down", shared_down)))
     if grad_dtype is None:
         grad_dtype = w_gate_up.dtype if isinstance(w_gate_up, torch.Tensor) else torch.float32
     _checks.check_options(impl, num_sms, grad_dtype)
-    _checks.check_layout((("x", x), ("w_gate_up", w_gate_up), ("w_down", w_down), ("ws_gate_up", shared_gate_up),
-                          ("ws_down", shared_down)))
     tensors = (x, topk_w, w_gate_up, w_down, shared_gate_up, shared_down)
     needs_grad = torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in tensors)
     out, _ctx = torch.ops.detmoe.forward(x, topk_idx, topk_w, w_gate_up, w_down, shared_gate_up, shared_down, impl,

@@ -111,10 +111,7 @@ def check_layout(named):
     The compiled op checks the same, but on the H200 a ValueError raised from its CUDA kernel
     for a misaligned x crashed the process inside libtorch_python (exit 139; docs/PYTORCH.md,
     "Known defects"), so these common mistakes are caught here first, with check_inputs_once
-    (shapes, dtypes, devices and the shape rules). `named`: (name, tensor).
-    Skipped while torch.compile traces (fake tensors have no address; the op checks at run time)."""
-    if torch.compiler.is_compiling():
-        return
+    (shapes, dtypes, devices and the shape rules). `named`: (name, tensor). Eager calls only."""
     for name, t in named:
         if t is None or t.device.type != "cuda":
             continue

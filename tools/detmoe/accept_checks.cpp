@@ -8,8 +8,7 @@
 #include "detmoe/compare.h"
 #include "detmoe/data.h"
 #include "detmoe/oracle.h"
-#include "detmoe/device_problem.h"
-#include "detmoe/layer_session.h"
+#include "detmoe/problem_session.h"
 #include "impl_registry.h"
 
 namespace detmoe::cli {
@@ -71,7 +70,7 @@ CheckResult check_oracle_rerun() {
   return c;
 }
 
-// The reference layer through its LayerSession (detmoe/layer_session.h), as every GPU path runs.
+// The reference layer through the seam (ProblemSession), as every GPU path runs.
 GpuRun run_reference_twice(int gpu, const Shape& shape, const std::string& routing_text, uint64_t seed, bool backward) {
   GpuRun r;
   const auto t0 = std::chrono::steady_clock::now();
@@ -90,16 +89,13 @@ GpuRun run_reference_twice(int gpu, const Shape& shape, const std::string& routi
     r.error = ex.status().to_string();
     return r;
   }
-  const std::shared_ptr<RowExchange> exchange(std::move(*ex));
-  auto session = make_layer_session("reference", shape, LayerConfig{}, exchange);
-  auto problem = session.ok() ? DeviceProblem::create(shape, *routing, seed, *exchange)
-                              : StatusOr<std::unique_ptr<DeviceProblem>>(session.status());
-  if (!problem.ok()) {
-    r.error = problem.status().to_string();
+  auto session = ProblemSession::create("reference", shape, *routing, seed, std::shared_ptr<RowExchange>(std::move(*ex)));
+  if (!session.ok()) {
+    r.error = session.status().to_string();
     return r;
   }
-  auto first = run_step(**session, **problem, backward);
-  auto second = first.ok() ? run_step(**session, **problem, backward) : first;
+  auto first = (*session)->run(backward);
+  auto second = first.ok() ? (*session)->run(backward) : first;
   if (!first.ok() || !second.ok()) {
     r.error = (!first.ok() ? first.status() : second.status()).to_string();
     return r;

@@ -12,8 +12,8 @@
 #include "detmoe/data.h"
 #include "detmoe/oracle.h"
 #include "detmoe/output_file.h"
-#include "detmoe/device_problem.h"
 #include "detmoe/layer_session.h"
+#include "detmoe/problem_session.h"
 #include "detmoe/report.h"
 #include "gpu_inventory.h"
 #include "impl_registry.h"
@@ -79,8 +79,8 @@ int run_verify(const VerifyArgs& a) {
   if (backward && !impl.has_backward)
     throw Error({ErrorCode::kNotImplemented,
                  fmt::format("verify --impl {}: its backward is not built yet; pass --forward-only", a.impl)});
-  if (a.impl == "megakernel" && a.backend != "loopback")
-    throw Error({ErrorCode::kNotImplemented, "verify --impl megakernel runs loopback ranks only (--backend loopback)"});
+  if (layer_session_loopback_only(a.impl) && a.backend != "loopback")
+    throw Error({ErrorCode::kNotImplemented, fmt::format("verify --impl {} runs loopback ranks only (--backend loopback)", a.impl)});
   check_output_path("--json", a.json_path);
   if (const std::string why = no_gpu_reason(); !why.empty()) {
     fmt::print(stderr, "detmoe verify: {}; --impl {} runs on a GPU\n", why, a.impl);
@@ -104,11 +104,8 @@ int run_verify(const VerifyArgs& a) {
   auto t0 = std::chrono::steady_clock::now();
   auto ex = make_exchange(a.backend, static_cast<int>(shape.P));
   if (!ex.ok()) throw Error(ex.status());
-  auto session = make_layer_session(a.impl, shape, config, *ex, options).value();
-  DeviceProblemOptions po;
-  po.grad_precision = config.grad_precision;
-  auto problem = DeviceProblem::create(shape, routing, seed, **ex, po).value();
-  const std::vector<NamedTensor> got = run_step(*session, *problem, backward).value();
+  auto session = ProblemSession::create(a.impl, shape, routing, seed, *ex, config, options).value();
+  const std::vector<NamedTensor> got = session->run(backward).value();
   const double gpu_s = seconds_since(t0);
   bool pass = true;
 
@@ -145,7 +142,7 @@ int run_verify(const VerifyArgs& a) {
   }
 
   t0 = std::chrono::steady_clock::now();
-  const std::vector<NamedTensor> again = run_step(*session, *problem, backward).value();
+  const std::vector<NamedTensor> again = session->run(backward).value();
   const auto bits = compare_all_bitwise(got, again);
   fmt::print("\nrerun (D0), bit for bit:\n{}", format_bitwise_table(bits));
   for (const BitwiseResult& b : bits) {
