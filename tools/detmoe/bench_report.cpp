@@ -95,19 +95,15 @@ BenchTable bench_table(const std::vector<report::BenchmarkResult>& results, cons
   std::vector<std::string> order;
   for (const report::BenchmarkResult& r : results) {
     const std::string key = fmt::format("{}/{}/{}", r.shape, r.routing, report::to_string(r.pass));
-    Measured* m = nullptr;
-    auto at = [&]() -> Measured& {
-      if (!cases.count(key)) order.push_back(key);
-      return cases[key];
-    };
-    if (r.impl == "torch-pipeline") {
-      if (cases.count(key)) cases[key].torch = &r;  // only cases DetMoE ran
+    if (r.impl == "torch-pipeline") {  // after every DetMoE row (bench_results): only cases DetMoE ran
+      if (cases.count(key)) cases[key].torch = &r;
       continue;
     }
-    m = &at();
-    if (r.impl == impl) m->under_test = &r;
-    else if (r.impl == "reference") m->reference = &r;
-    else if (r.impl == "reference (grouped)") m->grouped = &r;
+    if (!cases.count(key)) order.push_back(key);
+    Measured& m = cases[key];
+    if (r.impl == impl) m.under_test = &r;
+    else if (r.impl == "reference") m.reference = &r;
+    else if (r.impl == "reference (grouped)") m.grouped = &r;
   }
   auto ms = [](const report::BenchmarkResult* r) { return r ? fmt::format("{:.3f}", r->median_ms) : std::string("-"); };
   auto tf = [](const report::BenchmarkResult* r) { return r ? fmt::format("{:.1f}", r->tflops) : std::string("-"); };
