@@ -36,9 +36,9 @@ class MegakernelSession final : public LayerSession {
   Status forward(std::span<const DeviceLayerInputs> in, std::span<const DeviceLayerOutputs> out) override {
     return layer_->forward({in, out}, exchange_->stream(0));
   }
-  Status backward(std::span<const DeviceLayerInputs>, std::span<const DeviceGradInputs>,
-                  std::span<const DeviceGradOutputs>) override {
-    return {ErrorCode::kNotImplemented, "the megakernel's backward is not built yet (forward only)"};
+  Status backward(std::span<const DeviceLayerInputs> in, std::span<const DeviceGradInputs> grads,
+                  std::span<const DeviceGradOutputs> out) override {
+    return layer_->backward({in, grads, out}, exchange_->stream(0));
   }
   Status synchronize() override { return layer_->synchronize(exchange_->stream(0)); }
   StatusOr<std::vector<LayerTaskTrace>> task_trace() const override { return layer_->downloaded_trace(); }
@@ -74,7 +74,7 @@ struct Row {
   StatusOr<std::unique_ptr<LayerSession>> (*make)(const Shape&, const LayerConfig&, std::shared_ptr<RowExchange>,
                                                   const LayerSessionOptions&);
 };
-constexpr Row kRows[] = {{"reference", true, false, &make_reference}, {"megakernel", false, true, &make_megakernel}};
+constexpr Row kRows[] = {{"reference", true, false, &make_reference}, {"megakernel", true, true, &make_megakernel}};
 
 const Row* find_row(std::string_view impl) {
   for (const Row& r : kRows)

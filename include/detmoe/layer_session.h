@@ -27,7 +27,7 @@ class LayerSession {
  public:
   virtual ~LayerSession() = default;
   virtual const char* impl() const = 0;
-  // False while the implementation has no backward pass (the megakernel today).
+  // False for an implementation without a backward pass (none today).
   bool has_backward() const;
   // One entry per local slot of the exchange. Asynchronous on the exchange's streams.
   virtual Status forward(std::span<const DeviceLayerInputs> inputs, std::span<const DeviceLayerOutputs> outputs) = 0;

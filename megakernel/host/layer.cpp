@@ -14,6 +14,7 @@
 #include "detmoe/test_plant.h"
 #include "megakernel/host/layer_sizes.h"
 #include "megakernel/host/tensor_map.h"
+#include "megakernel/host/layer_impl.h"
 #include "megakernel/host/layer_kernel.h"
 #include "megakernel/layer/device_error.h"
 
@@ -22,36 +23,22 @@ namespace detmoe {
 using mk::LayerParams;
 using mk::LayerSizes;
 
-struct Layer::Impl {
-  Shape shape;
-  LayerConfig config;
-  LayerOptions options;
-  LayerSizes sizes;
-  int grid = 0;
-  void* memory = nullptr;
-  mk::Workspace ws{};
+namespace mk {
 
-  unsigned long long* trace = nullptr;  // [grid, trace_tasks_per_cta, 4] when tracing
-  int32_t* trace_count = nullptr;       // [grid]
-
-  ~Impl() {
-    if (memory != nullptr) cudaFree(memory);
-    if (trace != nullptr) cudaFree(trace);
-    if (trace_count != nullptr) cudaFree(trace_count);
-  }
-};
-
-namespace {
-
-gemm::host::MatrixView view(const void* p, int64_t rows, int64_t cols) {
-  return gemm::host::MatrixView{p, gemm::host::ElementType::kBF16, rows, cols, cols};
-}
-
-Status encode(CUtensorMap& out, const void* p, int64_t rows, int64_t cols, int box_rows) {
-  auto m = gemm::host::encode_ragged_map(view(p, rows, cols), 64, box_rows);
+Status encode_bf16_map(CUtensorMap& out, const void* p, int64_t rows, int64_t cols, int box_rows) {
+  auto m = gemm::host::encode_ragged_map(
+      gemm::host::MatrixView{p, gemm::host::ElementType::kBF16, rows, cols, cols}, 64, box_rows);
   if (!m.ok()) return m.status();
   out = *m;
   return Status::Ok();
+}
+
+}  // namespace mk
+
+namespace {
+
+Status encode(CUtensorMap& out, const void* p, int64_t rows, int64_t cols, int box_rows) {
+  return mk::encode_bf16_map(out, p, rows, cols, box_rows);
 }
 
 }  // namespace
@@ -85,6 +72,8 @@ StatusOr<std::unique_ptr<Layer>> Layer::create(const Shape& shape, const LayerCo
   int per_sm = 0;
   DETMOE_RETURN_IF_ERROR(mk::configure_forward_kernel(&per_sm));
   if (per_sm < 1) return Status(ErrorCode::kCudaError, "megakernel: the fused kernel does not fit on one SM");
+  DETMOE_RETURN_IF_ERROR(mk::configure_backward_kernel(&per_sm));
+  if (per_sm < 1) return Status(ErrorCode::kCudaError, "megakernel: the fused backward kernel does not fit on one SM");
 
   auto sizes = mk::layer_sizes(shape, config, grid);
   if (!sizes.ok()) return sizes.status();
@@ -164,6 +153,7 @@ Status Layer::forward(const LayerForwardArgs& args, cudaStream_t stream) {
     DETMOE_RETURN_IF_ERROR(encode(p.act_s_store, m.ws.act_s, sh.P * sh.T, sh.Fs, 64));
     DETMOE_RETURN_IF_ERROR(encode(p.act_s_load, m.ws.act_s, sh.P * sh.T, sh.Fs, 128));
     DETMOE_RETURN_IF_ERROR(encode(p.s_store, m.ws.s, sh.P * sh.T, sh.H, 64));
+    if (m.ws.hs != nullptr) DETMOE_RETURN_IF_ERROR(encode(p.hs_store, m.ws.hs, sh.P * sh.T, 2 * sh.Fs, 64));
   }
   for (int r = 0; r < sh.P; ++r) {
     const DeviceLayerInputs& in = args.inputs[r];
@@ -181,11 +171,10 @@ Status Layer::forward(const LayerForwardArgs& args, cudaStream_t stream) {
     }
   }
 
-  return mk::launch_forward_kernel(p, m.grid, stream);
-}
-
-Status Layer::backward(const LayerBackwardArgs& /*args*/, cudaStream_t /*stream*/) {
-  return {ErrorCode::kNotImplemented, "megakernel backward is not implemented yet (forward only; see docs/MEGAKERNEL.md)"};
+  DETMOE_RETURN_IF_ERROR(mk::launch_forward_kernel(p, m.grid, stream));
+  impl_->last_forward = p;  // the backward reads what this launch saves, through the same maps
+  impl_->has_forward = true;
+  return Status::Ok();
 }
 
 StatusOr<RoutingPlan> Layer::downloaded_plan() const {
@@ -231,7 +220,7 @@ StatusOr<std::vector<LayerTaskTrace>> Layer::downloaded_trace() const {
     for (int64_t i = 0; i < std::min<int64_t>(counts[c], cap); ++i) {
       const unsigned long long* r = records.data() + (c * cap + i) * 4;
       LayerTaskTrace t{c, r[0], static_cast<int64_t>(r[1]), static_cast<int64_t>(r[2])};
-      if (mk::task_kind(t.task) == mk::TaskKind::kPlan)
+      if (mk::task_kind(t.task) == mk::TaskKind::kPlan || mk::task_kind(t.task) == mk::TaskKind::kBackwardStart)
         t.sm_cycles = static_cast<int64_t>(r[3]);
       else if (r[3] != 0) {
         t.mainloop_end_ns = t.start_ns + static_cast<int64_t>((r[3] >> 32) & 0x0fffffffull);
@@ -249,6 +238,7 @@ Status Layer::synchronize(cudaStream_t stream) {
   DETMOE_CUDA_RETURN(cudaMemcpy(&record, impl_->ws.error, sizeof record, cudaMemcpyDeviceToHost));
   if (record.state == 0) return Status::Ok();
   const Status fault = mk::fault_status(record, impl_->shape, impl_->sizes.plan_chunk_tokens);
+  impl_->has_forward = false;  // a faulted forward's saved state is not a backward's input
   DETMOE_CUDA_RETURN(cudaMemset(impl_->ws.error, 0, sizeof record));
   DETMOE_CUDA_RETURN(cudaDeviceSynchronize());
   return fault;

@@ -70,6 +70,11 @@ StatusOr<LayerSizes> layer_sizes(const Shape& shape, const LayerConfig& config, 
   z.slots = P * T * shape.k * H;
   z.act_s = Fs > 0 ? P * T * Fs : 0;
   z.s = Fs > 0 ? P * T * H : 0;
+  z.hs = Fs > 0 && config.save_h ? P * T * 2 * Fs : 0;
+  z.dy = P * z.capacity * H;
+  z.dh = P * z.capacity * 2 * F;
+  z.dx_slots = P * T * shape.k * H;
+  z.dhs = Fs > 0 ? P * T * 2 * Fs : 0;
   z.chunk_cells = P * z.chunks_per_rank * shape.E;
   z.workspace_bytes = layout_workspace(0, shape, z).total_bytes;
   return z;
@@ -131,6 +136,11 @@ WorkspaceLayout layout_workspace(uintptr_t base, const Shape& shape, const Layer
   ws.slots = c.take<uint16_t>(z.slots);
   ws.act_s = c.take<uint16_t>(z.act_s);
   ws.s = c.take<uint16_t>(z.s);
+  ws.hs = c.take<uint16_t>(z.hs);
+  ws.dy = c.take<uint16_t>(z.dy);
+  ws.dh = c.take<uint16_t>(z.dh);
+  ws.dx_slots = c.take<uint16_t>(z.dx_slots);
+  ws.dhs = c.take<uint16_t>(z.dhs);
   out.total_bytes = c.used();
   return out;
 }
@@ -151,6 +161,20 @@ std::string describe_task(uint64_t id, int32_t plan_chunk_tokens) {
     case TaskKind::kSharedGemm2: return fmt::format("shared-expert GEMM2 tile {} of rank {}", index, rank);
     case TaskKind::kWeightedSum:
       return fmt::format("weighted sum of token chunk {} (tokens {}..) of rank {}", index, index * kSumChunkTokens, rank);
+    case TaskKind::kBackwardStart: return "backward start (counter stamp + grid barrier)";
+    case TaskKind::kDyDispatch:
+      return fmt::format("backward dy dispatch of token chunk {} (tokens {}..) of rank {}", index,
+                         int64_t{index} * plan_chunk_tokens, rank);
+    case TaskKind::kSharedDgrad1: return fmt::format("backward shared-expert da (+dSwiGLU) tile {} of rank {}", index, rank);
+    case TaskKind::kDgrad1: return fmt::format("backward da = dy·W_down (+dSwiGLU) tile {} of rank {}", index, rank);
+    case TaskKind::kSharedDgrad2: return fmt::format("backward shared-expert dx tile {} of rank {}", index, rank);
+    case TaskKind::kWgradDown: return fmt::format("backward dW_down tile {} of rank {}", index, rank);
+    case TaskKind::kSharedWgradDown: return fmt::format("backward dWs_down tile {} of rank {}", index, rank);
+    case TaskKind::kDgrad2: return fmt::format("backward dx = dh·W_gate_up (+push to slots) tile {} of rank {}", index, rank);
+    case TaskKind::kWgradGateUp: return fmt::format("backward dW_gate_up tile {} of rank {}", index, rank);
+    case TaskKind::kSharedWgradGateUp: return fmt::format("backward dWs_gate_up tile {} of rank {}", index, rank);
+    case TaskKind::kDxSum:
+      return fmt::format("backward d_x sum of token chunk {} (tokens {}..) of rank {}", index, index * kSumChunkTokens, rank);
   }
   return fmt::format("task 0x{:x}", id);
 }
@@ -163,6 +187,13 @@ std::string describe_counter(CounterKind kind, uint32_t rank, int64_t index) {
     case CounterKind::kShared1Done: return fmt::format("shared GEMM1-done counter of token m-block {} of rank {}", index, rank);
     case CounterKind::kShared2Done: return fmt::format("shared GEMM2-done counter of token m-block {} of rank {}", index, rank);
     case CounterKind::kSlotsReady: return fmt::format("slots-ready counter of token chunk {} of rank {}", index, rank);
+    case CounterKind::kDyReady: return fmt::format("backward dy-ready counter of m-block {} of rank {}", index, rank);
+    case CounterKind::kDgrad1Done: return fmt::format("backward dh-done counter of m-block {} of rank {}", index, rank);
+    case CounterKind::kSharedDgrad1Done:
+      return fmt::format("backward shared dh-done counter of token m-block {} of rank {}", index, rank);
+    case CounterKind::kSharedDgrad2Done:
+      return fmt::format("backward shared dx-done counter of token m-block {} of rank {}", index, rank);
+    case CounterKind::kDxReady: return fmt::format("backward dx-ready counter of token chunk {} of rank {}", index, rank);
   }
   return fmt::format("counter kind {} index {} of rank {}", static_cast<uint32_t>(kind), index, rank);
 }

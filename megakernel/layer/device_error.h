@@ -29,6 +29,18 @@ enum class TaskKind : uint32_t {
   kGemm2 = 5,
   kSharedGemm2 = 6,
   kWeightedSum = 7,     // index: the rank's token chunk of the sum
+  // The backward launch (backward_tasks.cuh); index: the task's number within its phase.
+  kBackwardStart = 8,       // the launch's counter stamp and grid barrier
+  kDyDispatch = 9,          // index: the rank's token chunk (dy rows + d_topk_w)
+  kSharedDgrad1 = 10,       // shared da = dout·Ws_down + dSwiGLU → dhs
+  kDgrad1 = 11,             // da = dy·W_down + dSwiGLU → dh
+  kSharedDgrad2 = 12,       // shared dx = dhs·Ws_gate_up
+  kWgradDown = 13,          // dW_down tile
+  kSharedWgradDown = 14,    // dWs_down tile
+  kDgrad2 = 15,             // dx = dh·W_gate_up, rows pushed to the source rank's dx slots
+  kWgradGateUp = 16,        // dW_gate_up tile
+  kSharedWgradGateUp = 17,  // dWs_gate_up tile
+  kDxSum = 18,              // index: the rank's token chunk of d_x
 };
 
 // Which counter a wait was on.
@@ -39,6 +51,12 @@ enum class CounterKind : uint32_t {
   kShared1Done = 4,    // index: token m-block of the shared expert's GEMM1
   kShared2Done = 5,    // index: token m-block of the shared expert's GEMM2
   kSlotsReady = 6,     // index: token chunk of the weighted sum (y rows landed in their slots)
+  // The backward launch's (the same words as the forward's, stamped anew each launch):
+  kDyReady = 7,           // index: m-block of the waiting rank (dy rows landed)
+  kDgrad1Done = 8,        // index: m-block (da/dSwiGLU tiles × 2 warpgroups finished)
+  kSharedDgrad1Done = 9,  // index: token m-block
+  kSharedDgrad2Done = 10, // index: token m-block
+  kDxReady = 11,          // index: token chunk of the d_x sum (dx rows landed in their slots)
 };
 
 inline constexpr uint64_t make_task_id(TaskKind kind, uint32_t rank, uint32_t index) {

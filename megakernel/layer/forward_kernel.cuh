@@ -141,19 +141,6 @@ DETMOE_DEVICE void run_consumer_tasks(const LayerParams& p, const LaunchContext&
   out.drain();
 }
 
-// The last CTA to finish advances the epoch (every CTA read it at its start) and clears the
-// plan's bad-input key for the next launch.
-DETMOE_DEVICE void finish_launch(const LayerParams& p, uint32_t epoch) {
-  __threadfence();
-  const unsigned int finished = atomicAdd(p.ws.launch_state + 1, 1u);
-  if (finished + 1 == gridDim.x) {
-    p.ws.launch_state[1] = 0;
-    *p.ws.bad_key = ~0ull;
-    __threadfence();
-    atomicExch(p.ws.launch_state + 0, epoch + 1);
-  }
-}
-
 __global__ void __launch_bounds__(Cfg::kThreads, 1) layer_forward_kernel(const __grid_constant__ LayerParams p) {
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ uint8_t smem_raw[];

@@ -31,7 +31,7 @@ struct GemmTask : TileWork {
 //
 //  kind          A rows (map)               B (per rank)        epilogue       out cols  waits on        signals
 //  routed GEMM1  dispatched x (recv_load)   w_gate_up[e] halves SwiGLU -> a,h  F         dispatch_ready  gemm1_done
-//  shared GEMM1  own x (rank_maps[r].x)     ws_gate_up halves   SwiGLU -> a_s  Fs        —               shared1_done
+//  shared GEMM1  own x (rank_maps[r].x)     ws_gate_up halves   SwiGLU -> a_s,hs Fs      —               shared1_done
 //  routed GEMM2  a (act_load)               w_down[e]           scatter to y   H         gemm1_done      slots_ready
 //                                                               slots (combine)                          (per row run)
 //  shared GEMM2  a_s (act_s_load)           ws_down             store s        H         shared1_done    shared2_done
@@ -140,7 +140,7 @@ DETMOE_DEVICE GemmTask describe_gemm_task(const LayerParams& p, const Task& task
       g.tile.up_end = 2 * p.Fs;
       g.tile.k_blocks = p.H / Cfg::kBlockK;
       g.map_c = &p.act_s_store;
-      g.map_h = nullptr;
+      g.map_h = p.store_h && p.Fs > 0 ? &p.hs_store : nullptr;  // the backward's dSwiGLU reads it
       g.wait = nullptr;
       g.done = ctr + p.counters.shared1_done + row_block;
     } else {

@@ -95,7 +95,13 @@ struct Workspace {
   uint16_t* h;        // [cap, 2F]: [g | u] when save_h, else null
   uint16_t* slots;    // [T·k, H]: y rows pushed back to their source rank (when the caller gives no y)
   uint16_t* act_s;    // [T, Fs]: shared expert's a
-  uint16_t* s;        // [T, H]: shared expert's output
+  uint16_t* s;        // [T, H]: shared expert's output; the backward's shared dx
+  uint16_t* hs;       // [T, 2Fs]: shared expert's [g | u] when save_h and Fs > 0, else null
+  // The backward's own (backward_params.h):
+  uint16_t* dy;        // [cap, H]: dy = w·dout rows, dispatched in the forward's row order
+  uint16_t* dh;        // [cap, 2F]: [dg | du]
+  uint16_t* dx_slots;  // [T·k, H]: dx rows pushed back to their source rank's (token, slot)
+  uint16_t* dhs;       // [T, 2Fs]: shared expert's [dg | du] (Fs > 0)
   unsigned long long* counters;  // [P, CounterLayout::per_rank]
 };
 
@@ -130,6 +136,7 @@ struct LayerParams {
   CUtensorMap act_s_store; // [P·T, Fs] box 64 × 64 (Fs > 0)
   CUtensorMap act_s_load;  // [P·T, Fs] box 64 × 128 (Fs > 0)
   CUtensorMap s_store;     // [P·T, H] box 64 × 64 (Fs > 0)
+  CUtensorMap hs_store;    // [P·T, 2Fs] box 64 × 64 (Fs > 0 and save_h)
 
   RankTensors rank[kMaxMegakernelRanks];
   RankMaps rank_maps[kMaxMegakernelRanks];

@@ -139,4 +139,17 @@ DETMOE_DEVICE bool grid_barrier(const LaunchContext& ctx, unsigned long long* ba
   return *flag != 0;
 }
 
+// The last CTA to finish advances the epoch (every CTA read it at its start) and clears the
+// plan's bad-input key for the next launch.
+DETMOE_DEVICE void finish_launch(const LayerParams& p, uint32_t epoch) {
+  __threadfence();
+  const unsigned int finished = atomicAdd(p.ws.launch_state + 1, 1u);
+  if (finished + 1 == gridDim.x) {
+    p.ws.launch_state[1] = 0;
+    *p.ws.bad_key = ~0ull;
+    __threadfence();
+    atomicExch(p.ws.launch_state + 0, epoch + 1);
+  }
+}
+
 }  // namespace detmoe::mk

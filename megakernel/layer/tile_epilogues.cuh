@@ -132,11 +132,21 @@ DETMOE_DEVICE ScatterRows scatter_rows_of(const LayerParams& p, int32_t plan_row
 // stmatrix as for a TMA store and copied out by the warpgroup: 8 lanes per row, so every row's
 // piece is one whole aligned 128-byte line (H is a multiple of 64). The warpgroup's columns are
 // [col0, col_end) with col_end ≤ H.
+// Where the forward's y row of global slot g·k + j lives (y_slots of its source rank).
+struct YSlotRow {
+  DETMOE_DEVICE uint16_t* operator()(const LayerParams& p, int32_t slot) const {
+    const int32_t rank_slots = p.T * p.k;
+    return y_slots(p, slot / rank_slots) + static_cast<int64_t>(slot % rank_slots) * p.H;
+  }
+};
+
 struct ScatterRowsEpilogue {
-  // Returns the slots-ready signal this thread owes once the stores have landed.
+  // Returns the slots-ready signal this thread owes once the stores have landed. `slot_row`
+  // gives a global slot's destination row (the forward's y; the backward's dx slots).
+  template <class SlotRow = YSlotRow>
   DETMOE_DEVICE static SlotRun apply(const float (&acc)[Cfg::kAccumulators], const gemm::EpilogueTile& t,
                                      int32_t col_end, const LayerParams& p, const LaunchContext& ctx,
-                                     const ScatterRows& where, gemm::SlabStore& out) {
+                                     const ScatterRows& where, gemm::SlabStore& out, SlotRow slot_row = {}) {
     const int32_t rows = min(Cfg::kWarpgroupRows, t.row_end - t.row);
     const int32_t slabs = min(4, (col_end - t.col0) / 64);
     if (rows <= 0 || slabs <= 0) return {nullptr, 0};
@@ -145,7 +155,6 @@ struct ScatterRowsEpilogue {
     // After an abort the accumulators are garbage and the row tables may be stale: the slabs
     // are still written and their barriers taken (uniformly), but nothing leaves the CTA.
     const bool aborted = launch_aborted(ctx);
-    const int32_t rank_slots = p.T * p.k;
 #pragma unroll
     for (int s = 0; s < 4; ++s) {
       const int32_t col = t.col0 + 64 * s;
@@ -158,8 +167,7 @@ struct ScatterRowsEpilogue {
               if (where.slot[i] < 0 || aborted) continue;
               const uint32_t r = thread / 8 + 16 * i;
               const uint4 v = ptx::ld_shared_v4(slab + r * 128 + ((piece ^ (r & 7u)) << 4));
-              uint16_t* row = y_slots(p, where.slot[i] / rank_slots) +
-                              static_cast<int64_t>(where.slot[i] % rank_slots) * p.H;
+              uint16_t* row = slot_row(p, where.slot[i]);
               *reinterpret_cast<uint4*>(row + col + piece * 8) = v;
             }
           });

@@ -165,13 +165,6 @@ TEST(MegakernelLayer, UploadedDataGivesTheSeededBits) {
   }
 }
 
-TEST(MegakernelLayer, BackwardIsNotImplementedYet) {
-  DETMOE_REQUIRE_GPU();
-  auto layer = Layer::create(Shape{64, 128, 64, 4, 2, 1, 0}, {});
-  ASSERT_TRUE(layer.ok()) << layer.status().to_string();
-  EXPECT_EQ((*layer)->backward({}, nullptr).code(), ErrorCode::kNotImplemented);
-}
-
 // The task timeline (LayerOptions::trace_tasks_per_cta) records each task once with start ≤ end,
 // one plan record per CTA, and changes no bits.
 TEST(MegakernelTrace, RecordsEveryTaskOnceAndChangesNoBits) {

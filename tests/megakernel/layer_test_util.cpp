@@ -42,19 +42,27 @@ StatusOr<std::unique_ptr<MegakernelCase>> MegakernelCase::create(const HostProbl
                   [&](const RowExchange& ex) { return DeviceProblem::create(problem, ex, po); });
 }
 
-StatusOr<std::vector<NamedTensor>> MegakernelCase::run() {
-  DETMOE_RETURN_IF_ERROR(problem_->poison_outputs());
+Status MegakernelCase::enqueue(bool backward) {
   DETMOE_RETURN_IF_ERROR(layer_->forward({problem_->inputs(), problem_->outputs()}, stream()));
-  DETMOE_RETURN_IF_ERROR(layer_->synchronize(stream()));
-  return problem_->download(false);
+  if (backward)
+    DETMOE_RETURN_IF_ERROR(
+        layer_->backward({problem_->inputs(), problem_->grad_inputs(), problem_->grad_outputs()}, stream()));
+  return Status::Ok();
 }
 
-StatusOr<std::vector<std::vector<NamedTensor>>> MegakernelCase::run_graph(int replays) {
+StatusOr<std::vector<NamedTensor>> MegakernelCase::run(bool backward) {
+  DETMOE_RETURN_IF_ERROR(problem_->poison_outputs());
+  DETMOE_RETURN_IF_ERROR(enqueue(backward));
+  DETMOE_RETURN_IF_ERROR(layer_->synchronize(stream()));
+  return problem_->download(backward);
+}
+
+StatusOr<std::vector<std::vector<NamedTensor>>> MegakernelCase::run_graph(int replays, bool backward) {
   cudaStream_t s = stream();
   cudaGraph_t graph = nullptr;
   if (cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal) != cudaSuccess)
     return Status(ErrorCode::kCudaError, "cudaStreamBeginCapture failed");
-  const Status fwd = layer_->forward({problem_->inputs(), problem_->outputs()}, s);
+  const Status fwd = enqueue(backward);
   if (cudaStreamEndCapture(s, &graph) != cudaSuccess) return Status(ErrorCode::kCudaError, "cudaStreamEndCapture failed");
   DETMOE_RETURN_IF_ERROR(fwd);
   cudaGraphExec_t exec = nullptr;
@@ -70,7 +78,7 @@ StatusOr<std::vector<std::vector<NamedTensor>>> MegakernelCase::run_graph(int re
     if (cudaGraphLaunch(exec, s) != cudaSuccess) status = Status(ErrorCode::kCudaError, "cudaGraphLaunch failed");
     if (status.ok()) status = layer_->synchronize(s);
     if (!status.ok()) break;
-    auto got = problem_->download(false);
+    auto got = problem_->download(backward);
     if (!got.ok()) status = got.status();
     else all.push_back(std::move(*got));
   }
@@ -80,11 +88,12 @@ StatusOr<std::vector<std::vector<NamedTensor>>> MegakernelCase::run_graph(int re
   return all;
 }
 
-std::vector<NamedTensor> run_megakernel_once(const Shape& s, const Routing& r, uint64_t seed, LayerConfig config) {
+std::vector<NamedTensor> run_megakernel_once(const Shape& s, const Routing& r, uint64_t seed, LayerConfig config,
+                                             bool backward) {
   auto c = MegakernelCase::create(s, r, seed, config);
   EXPECT_TRUE(c.ok()) << c.status().to_string();
   if (!c.ok()) return {};
-  auto out = (*c)->run();
+  auto out = (*c)->run(backward);
   EXPECT_TRUE(out.ok()) << out.status().to_string();
   return out.ok() ? *out : std::vector<NamedTensor>{};
 }

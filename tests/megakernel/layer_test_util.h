@@ -28,11 +28,11 @@ class MegakernelCase {
   // A host problem: seeded data filled on the device, other data uploaded (DeviceProblem::create).
   static StatusOr<std::unique_ptr<MegakernelCase>> create(const HostProblem& problem, const LayerConfig& config = {},
                                                           const LayerOptions& options = {}, bool write_y = true);
-  // Poison, one forward, synchronize, download (out, y).
-  StatusOr<std::vector<NamedTensor>> run();
-  // Poison, then forward captured in a CUDA graph replayed `replays` times; the outputs of
-  // every replay (each replay poisons first, outside the graph).
-  StatusOr<std::vector<std::vector<NamedTensor>>> run_graph(int replays);
+  // Poison, one forward (+ backward), synchronize, download (out, y; with backward the gradients).
+  StatusOr<std::vector<NamedTensor>> run(bool backward = false);
+  // Poison, then forward (+ backward) captured in one CUDA graph replayed `replays` times; the
+  // outputs of every replay (each replay poisons first, outside the graph).
+  StatusOr<std::vector<std::vector<NamedTensor>>> run_graph(int replays, bool backward = false);
 
   Layer& layer() { return *layer_; }
   DeviceProblem& problem() { return *problem_; }
@@ -43,14 +43,18 @@ class MegakernelCase {
   std::unique_ptr<DeviceProblem> problem_;
   std::unique_ptr<Layer> layer_;
 
+  Status enqueue(bool backward);  // forward (+ backward) on stream(), no synchronisation
+
   // The exchange, the problem `make_problem` puts on it, and a Layer for `shape`.
   template <class MakeProblem>
   static StatusOr<std::unique_ptr<MegakernelCase>> assemble(const Shape& shape, const LayerConfig& config,
                                                             const LayerOptions& options, MakeProblem&& make_problem);
 };
 
-// One forward of a fresh MegakernelCase; a failure is a test failure (EXPECT) and an empty list.
-std::vector<NamedTensor> run_megakernel_once(const Shape& s, const Routing& r, uint64_t seed, LayerConfig config = {});
+// One forward (+ backward) of a fresh MegakernelCase; a failure is a test failure (EXPECT) and an
+// empty list.
+std::vector<NamedTensor> run_megakernel_once(const Shape& s, const Routing& r, uint64_t seed, LayerConfig config = {},
+                                             bool backward = false);
 
 // out[t] = bf16(Σ_j fma(w[t,j], y[t,j]) + 0) on the host from a run's own y (Fs = 0): the
 // combine's contract order, which the megakernel must reproduce bit for bit.

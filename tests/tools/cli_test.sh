@@ -61,8 +61,8 @@ expect 0 "replay with an unknown tensor" "$detmoe" run --impl oracle --inputs "$
 grep -q "ignoring unknown tensor 'dotx'" "$tmp/out" || { echo "FAIL: unknown tensor not named"; cat "$tmp/out"; fail=1; }
 grep -q "forward-only" "$tmp/out" || { echo "FAIL: forward-only run not announced"; cat "$tmp/out"; fail=1; }
 # Exit codes: not implemented is 2 (usage), a required GPU that is missing is 3 (could not run).
-# (the megakernel's backward, asked for by the dout in the file, before it looks for a GPU)
-expect 2 "not implemented exits 2" "$detmoe" run --impl megakernel --inputs "$tmp/in.safetensors" --outputs "$tmp/o6"
+# (the megakernel over a multi-GPU backend, refused before it looks for a GPU)
+expect 2 "not implemented exits 2" "$detmoe" verify --impl megakernel --backend nccl --shape tiny
 grep -q "NotImplemented" "$tmp/out" || { echo "FAIL: not a NotImplemented error"; cat "$tmp/out"; fail=1; }
 if ! nvidia-smi -L >/dev/null 2>&1; then
   expect 3 "accept --require-gpu without a GPU" "$detmoe" accept --level 1 --require-gpu

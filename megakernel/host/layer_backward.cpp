@@ -1,0 +1,102 @@
+// detmoe::Layer::backward: argument checks and the backward kernel's TMA maps; the launch is in
+// layer_backward_launch.cu. The backward reads what the last forward saved in the workspace, so
+// it needs that forward's inputs (checked by pointer) and LayerConfig::save_h.
+#include <fmt/format.h>
+
+#include "detmoe/cuda_status.h"
+#include "detmoe/layer.h"
+#include "megakernel/host/layer_impl.h"
+#include "megakernel/host/layer_kernel.h"
+#include "megakernel/host/tensor_map.h"
+
+namespace detmoe {
+
+namespace {
+
+using mk::encode_bf16_map;
+
+// The weight-gradient output map: fp32 (boxes of 32 columns, the GEMM core's fp32 store) or bf16.
+Status encode_grad_map(CUtensorMap& out, void* p, int64_t rows, int64_t cols, bool fp32) {
+  if (!fp32) return encode_bf16_map(out, p, rows, cols, 64);
+  auto m = gemm::host::encode_ragged_map(
+      gemm::host::MatrixView{p, gemm::host::ElementType::kFP32, rows, cols, cols}, 32, 64);
+  if (!m.ok()) return m.status();
+  out = *m;
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status Layer::backward(const LayerBackwardArgs& args, cudaStream_t stream) {
+  const Impl& m = *impl_;
+  const Shape& sh = m.shape;
+  const int64_t P = sh.P;
+  if (static_cast<int64_t>(args.inputs.size()) != P || static_cast<int64_t>(args.grads.size()) != P ||
+      static_cast<int64_t>(args.outputs.size()) != P)
+    return invalid_argument(fmt::format("backward: {} inputs, {} grads and {} outputs given, the layer has P = {} ranks",
+                                        args.inputs.size(), args.grads.size(), args.outputs.size(), P));
+  if (!m.has_forward)
+    return invalid_argument(
+        "backward: no forward to differentiate — run forward() first (and again after synchronize() reported a "
+        "fault)");
+  if (!m.config.save_h)
+    return {ErrorCode::kNotImplemented,
+            "megakernel backward with LayerConfig::save_h = false (recomputing h inside the backward) is not built "
+            "yet; use save_h = true"};
+
+  mk::BackwardParams bp{};
+  bp.f = m.last_forward;
+  bp.f.force_timeout_task = m.options.hooks.force_timeout_task >= 0
+                                ? static_cast<unsigned long long>(m.options.hooks.force_timeout_task)
+                                : ~0ull;
+  const bool fp32 = m.config.grad_precision == GradPrecision::kFP32;
+  bp.grad_fp32 = fp32 ? 1 : 0;
+  const mk::Workspace& ws = m.ws;
+  const int64_t rows = P * m.sizes.capacity, H = sh.H, F = sh.F, Fs = sh.Fs, T = sh.T;
+  const int64_t epr = sh.experts_per_rank();
+  DETMOE_RETURN_IF_ERROR(encode_bf16_map(bp.dy_rows, ws.dy, rows, H, 128));
+  DETMOE_RETURN_IF_ERROR(encode_bf16_map(bp.dy_k, ws.dy, rows, H, 64));
+  DETMOE_RETURN_IF_ERROR(encode_bf16_map(bp.act_k, ws.act, rows, F, 64));
+  DETMOE_RETURN_IF_ERROR(encode_bf16_map(bp.dh_k, ws.dh, rows, 2 * F, 64));
+  DETMOE_RETURN_IF_ERROR(encode_bf16_map(bp.dh_rows, ws.dh, rows, 2 * F, 128));
+  DETMOE_RETURN_IF_ERROR(encode_bf16_map(bp.recv_k, ws.recv, rows, H, 64));
+  if (Fs > 0) {
+    DETMOE_RETURN_IF_ERROR(encode_bf16_map(bp.dhs_k, ws.dhs, P * T, 2 * Fs, 64));
+    DETMOE_RETURN_IF_ERROR(encode_bf16_map(bp.dhs_rows, ws.dhs, P * T, 2 * Fs, 128));
+    DETMOE_RETURN_IF_ERROR(encode_bf16_map(bp.act_s_k, ws.act_s, P * T, Fs, 64));
+    DETMOE_RETURN_IF_ERROR(encode_bf16_map(bp.dxs_store, ws.s, P * T, H, 64));
+  }
+  for (int r = 0; r < P; ++r) {
+    const DeviceLayerInputs& in = args.inputs[r];
+    const DeviceGradInputs& g = args.grads[r];
+    const DeviceGradOutputs& out = args.outputs[r];
+    DETMOE_RETURN_IF_ERROR(validate_device_inputs(sh, in, r));
+    DETMOE_RETURN_IF_ERROR(validate_device_grad_inputs(sh, g, r));
+    DETMOE_RETURN_IF_ERROR(validate_device_grad_outputs(sh, out, r));
+    const mk::RankTensors& fwd = m.last_forward.rank[r];
+    if (in.x != fwd.x || in.topk_idx != fwd.topk_idx || in.topk_w != fwd.topk_w)
+      return invalid_argument(fmt::format(
+          "backward: inputs[{}] (x {}, topk_idx {}, topk_w {}) are not the last forward's ({}, {}, {}); the backward "
+          "differentiates the forward that ran last on this Layer",
+          r, static_cast<const void*>(in.x), static_cast<const void*>(in.topk_idx), static_cast<const void*>(in.topk_w),
+          static_cast<const void*>(fwd.x), static_cast<const void*>(fwd.topk_idx), static_cast<const void*>(fwd.topk_w)));
+    bp.grad[r] = mk::RankGradTensors{g.dout, out.d_x, out.d_topk_w};
+    mk::RankGradMaps& gm = bp.grad_maps[r];
+    DETMOE_RETURN_IF_ERROR(encode_bf16_map(gm.w_down_k, in.w_down, epr * H, F, 64));
+    DETMOE_RETURN_IF_ERROR(encode_bf16_map(gm.w_gate_up_k, in.w_gate_up, epr * 2 * F, H, 64));
+    DETMOE_RETURN_IF_ERROR(encode_grad_map(gm.dw_down, out.dw_down, epr * H, F, fp32));
+    DETMOE_RETURN_IF_ERROR(encode_grad_map(gm.dw_gate_up, out.dw_gate_up, epr * 2 * F, H, fp32));
+    if (Fs > 0) {
+      DETMOE_RETURN_IF_ERROR(encode_bf16_map(gm.ws_down_k, in.ws_down, H, Fs, 64));
+      DETMOE_RETURN_IF_ERROR(encode_bf16_map(gm.ws_gate_up_k, in.ws_gate_up, 2 * Fs, H, 64));
+      DETMOE_RETURN_IF_ERROR(encode_bf16_map(gm.dout_rows, g.dout, T, H, 128));
+      DETMOE_RETURN_IF_ERROR(encode_bf16_map(gm.dout_k, g.dout, T, H, 64));
+      DETMOE_RETURN_IF_ERROR(encode_bf16_map(gm.x_k, in.x, T, H, 64));
+      DETMOE_RETURN_IF_ERROR(encode_grad_map(gm.dws_down, out.dws_down, H, Fs, fp32));
+      DETMOE_RETURN_IF_ERROR(encode_grad_map(gm.dws_gate_up, out.dws_gate_up, 2 * Fs, H, fp32));
+    }
+  }
+  return mk::launch_backward_kernel(bp, m.grid, stream);
+}
+
+}  // namespace detmoe

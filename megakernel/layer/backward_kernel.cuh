@@ -1,0 +1,219 @@
+// The fused MoE backward: one persistent cooperative launch (sm_90a) on the forward's machinery
+// (tickets, epoch-tagged counters with bounded waits, the fault record, the task trace), read
+// top to bottom like its task graph (backward_tasks.cuh, docs/MEGAKERNEL.md "Backward"):
+//
+//   every thread        stamp this launch's counters, reset the tickets, one grid barrier
+//   warpgroup 0         producer: for each GEMM task of the CTA's list, wait for its inputs,
+//                       then stream its k-blocks with TMA (data-grad or weight-grad form)
+//   warpgroups 1, 2     consumers: mainloop + epilogue (dSwiGLU, the dx scatter, or a store) +
+//                       signal for GEMM tasks; dy dispatch and the d_x sum otherwise
+//   thread 0, at exit   the last CTA to finish advances the launch epoch
+//
+// It reads what the last forward left in the workspace: the plan (row of every (token, slot)),
+// the dispatched x rows, a, h = [g | u] and y. The forward must have run on the same inputs.
+#pragma once
+
+#include <cuda.h>
+
+#include <cstdint>
+
+#include "megakernel/gemm/epilogue.cuh"
+#include "megakernel/gemm/smem_layout.cuh"
+#include "megakernel/layer/backward_params.h"
+#include "megakernel/layer/backward_tasks.cuh"
+#include "megakernel/layer/backward_tiles.cuh"
+#include "megakernel/layer/copy_tasks.cuh"
+#include "megakernel/layer/sync.cuh"
+#include "megakernel/layer/task_list.cuh"
+#include "megakernel/layer/task_ring.cuh"
+#include "megakernel/layer/tile_epilogues.cuh"
+#include "megakernel/layer/trace.cuh"
+#include "megakernel/ptx/common.cuh"
+
+namespace detmoe::mk {
+
+// The producer's and consumers' registers after setmaxnreg (as the forward's: 64 + 2·216 ≤ 512).
+inline constexpr uint32_t kBwdProducerRegisters = 64;
+inline constexpr uint32_t kBwdConsumerRegisters = 216;
+
+// Where the backward's dx row of global slot g·k + j lives.
+struct DxSlotRow {
+  DETMOE_DEVICE uint16_t* operator()(const LayerParams& p, int32_t slot) const {
+    return p.ws.dx_slots + static_cast<int64_t>(slot) * p.H;
+  }
+};
+
+// The launch's first step, every thread of every CTA: tickets at 0 and every dependency counter
+// at (epoch << 32) | 0 (the forward's plan does the same), then a grid barrier so no task
+// signals or waits before the stamp. False (uniformly) when the barrier timed out, or when a
+// fault is still unreported: that is the forward's (only synchronize() clears the record), whose
+// plan and saved rows may be incomplete, so the backward runs no task and synchronize() reports
+// the forward's fault.
+DETMOE_DEVICE bool backward_start(const LayerParams& p, const LaunchContext& ctx, int* flag) {
+  if (blockIdx.x == 0 && threadIdx.x < 2 * p.P) p.ws.tickets[threadIdx.x] = 0;
+  const int64_t words = static_cast<int64_t>(p.P) * p.counters.per_rank;
+  const unsigned long long stamp = static_cast<unsigned long long>(ctx.epoch) << 32;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < words;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
+    p.ws.counters[i] = stamp;
+  if (!grid_barrier(ctx, p.ws.barriers + 0, 0, flag)) return false;
+  if (threadIdx.x == 0) *flag = ld_relaxed_u64(&ctx.error->state) == 0 ? 1 : 0;
+  __syncthreads();
+  return *flag != 0;
+}
+
+DETMOE_DEVICE void run_bwd_producer(const BackwardParams& bp, const LaunchContext& ctx, const Smem& smem,
+                                    const Pipe& pipe, TaskRing ring) {
+  const LayerParams& p = bp.f;
+  const CtaRole role = bwd_cta_role(p);
+  const BackwardTaskList list(p, role.rank, role.phases);
+  ExpertWalker walker(p, role.rank);
+  unsigned int* tickets = ticket_counter(p, role.rank, role.phases == kBwdCommPhases);
+  const int32_t total = list.total();
+  Stage st;
+  bool aborted = false;
+  for (;;) {
+    const int32_t i = take_ticket(tickets, total);
+    ring.push(i);
+    if (i < 0) break;
+    const BwdTask task = list.at(i);
+    if (task.phase == BwdPhase::kDyDispatch || task.phase == BwdPhase::kDxSum) continue;
+    const BwdGemmTask g = describe_bwd_task(bp, task, role.rank, list, walker);
+    if (!aborted && g.wait != nullptr) {
+      for (int32_t c = 0; c < g.wait_count && !aborted; ++c) {
+        const uint32_t target =
+            g.wait_rows >= 0 ? static_cast<uint32_t>(min(kRowsPerMBlock, g.wait_rows - c * kRowsPerMBlock)) : g.wait_target;
+        const WaitSite site{task.id, g.wait_kind, static_cast<uint32_t>(role.rank), g.wait_index0 + c};
+        aborted = !wait_counter(ctx, g.wait + c, target, site);
+      }
+      // Rows written by generic stores (dy dispatch) or other CTAs' TMA stores are read by TMA next.
+      fence_proxy_async_global();
+    }
+    produce_bwd_tile(g.tile, smem, pipe, st, aborted);
+  }
+}
+
+DETMOE_DEVICE void run_bwd_consumer(const BackwardParams& bp, const LaunchContext& ctx, const Smem& smem,
+                                    const Pipe& pipe, TaskRing ring) {
+  const LayerParams& p = bp.f;
+  const int wg = static_cast<int>(threadIdx.x / 128) - 1;
+  const uint32_t thread = threadIdx.x % 128;
+  const bool issuer = thread == 0;
+  const CtaRole role = bwd_cta_role(p);
+  const BackwardTaskList list(p, role.rank, role.phases);
+  ExpertWalker walker(p, role.rank);
+  gemm::SlabStore out(smem.staging(wg, 0), smem.staging(wg, 1), /*barrier_id=*/1 + wg, issuer);
+  Stage st;
+  // Deferred signals, as the forward's (forward_kernel.cuh): a tile's signal is sent after the
+  // next tile's mainloop when that tile is of the same phase (no task waits on its own phase),
+  // at once before a task of another phase, and at the end.
+  BwdPhase pending_phase = BwdPhase::kDone;
+  unsigned long long* pending = nullptr;
+  SlotRun pending_run{nullptr, 0};
+  auto flush = [&] {
+    if (pending_phase == BwdPhase::kDone) return;
+    if (pending_phase == BwdPhase::kDgrad2) {
+      fence_acq_rel_gpu();  // every thread stored dx rows with generic stores
+      ptx::named_barrier_sync(1 + wg, 128);
+      if (pending_run.counter != nullptr && !launch_aborted(ctx)) signal_stamped(pending_run.counter, pending_run.amount);
+    } else if (issuer) {
+      out.drain();
+      fence_proxy_async_global();
+      if (pending != nullptr && !launch_aborted(ctx)) signal_stamped(pending, 1);
+    }
+    pending_phase = BwdPhase::kDone;
+  };
+  for (;;) {
+    const int32_t i = ring.pop();
+    if (i < 0) break;
+    const BwdTask task = list.at(i);
+    TaskTracer::start(p);
+    if (task.phase != pending_phase) flush();
+    if (task.phase == BwdPhase::kDyDispatch) {
+      dy_dispatch(bp, ctx, role.rank, task.index);
+    } else if (task.phase == BwdPhase::kDxSum) {
+      dx_sum(bp, ctx, task, role.rank);
+    } else {
+      const BwdGemmTask g = describe_bwd_task(bp, task, role.rank, list, walker);
+      float acc[Cfg::kAccumulators];
+#pragma unroll
+      for (int r = 0; r < Cfg::kAccumulators; ++r) acc[r] = 0.0f;
+      consume_bwd_tile(wg, g.tile, smem, pipe, st, acc);
+      gemm::EpilogueTile et;
+      et.row = g.c_row + wg * Cfg::kWarpgroupRows;
+      et.row_end = g.c_end;
+      et.col0 = g.col0;
+      et.warp = thread / 32;
+      et.lane = thread % 32;
+      const int32_t col_end = min(g.col0 + kBwdTileCols, g.out_cols);
+      ScatterRows where{};
+      if (g.epilogue == BwdEpilogue::kScatterDx)
+        where = scatter_rows_of(p, g.plan_row0 + wg * Cfg::kWarpgroupRows, min(Cfg::kWarpgroupRows, g.c_end - et.row),
+                                min(4, (col_end - et.col0) / 64));
+      TaskTracer::mainloop_done(p, 0);
+      flush();
+      TaskTracer::epilogue_start(p);
+      pending_run = SlotRun{nullptr, 0};
+      switch (g.epilogue) {
+        case BwdEpilogue::kDSwiGLU:
+          DSwiGLUEpilogue::apply(acc, et, g.out_cols, g.h, g.map_c, out);
+          break;
+        case BwdEpilogue::kScatterDx:
+          pending_run = ScatterRowsEpilogue::apply(acc, et, col_end, p, ctx, where, out, DxSlotRow{});
+          break;
+        case BwdEpilogue::kStore: {
+          gemm::KernelParams kp{};
+          kp.epilogue = g.store_kind;
+          kp.out_cols = g.out_cols;
+          gemm::StoreEpilogue::apply<Cfg>(acc, g.tile.k_blocks == 0, et, kp, g.map_c, nullptr, out);
+          break;
+        }
+      }
+      pending_phase = task.phase;
+      pending = g.done;
+    }
+    TaskTracer::record(p, task.id);
+  }
+  flush();
+  out.drain();
+}
+
+__global__ void __launch_bounds__(Cfg::kThreads, 1) layer_backward_kernel(const __grid_constant__ BackwardParams bp) {
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  extern __shared__ uint8_t smem_raw[];
+  __shared__ uint32_t epoch_shared;
+  __shared__ int flag_shared;
+  __shared__ TaskRingStorage ring_shared;
+  const LayerParams& p = bp.f;
+  const Smem smem = Smem::from_dynamic(smem_raw);
+  const Pipe pipe{smem.full_barriers(), smem.empty_barriers()};
+  const TaskRing ring(&ring_shared);
+  if (threadIdx.x == 0) {
+    epoch_shared = ld_relaxed_u32(p.ws.launch_state);
+    ring.init();
+    pipe.init();
+  }
+  __syncthreads();
+  const LaunchContext ctx{epoch_shared, p.ws.error, p.timeout_ns, p.force_timeout_task};
+  TaskTracer::begin_launch(p);
+  TaskTracer::start(p);
+  const bool started = backward_start(p, ctx, &flag_shared);
+  TaskTracer::record(p, make_task_id(TaskKind::kBackwardStart, 0, 0));
+  if (started) {
+    const int warpgroup = static_cast<int>(ptx::warp_id_uniform() / 4);
+    if (warpgroup == 0) {
+      ptx::setmaxnreg_dec<kBwdProducerRegisters>();
+      if (threadIdx.x == 0) run_bwd_producer(bp, ctx, smem, pipe, ring);
+      __syncwarp();
+    } else {
+      ptx::setmaxnreg_inc<kBwdConsumerRegisters>();
+      run_bwd_consumer(bp, ctx, smem, pipe, ring);
+    }
+  }
+  TaskTracer::finish(p);
+  __syncthreads();
+  if (threadIdx.x == 0) finish_launch(p, ctx.epoch);
+#endif
+}
+
+}  // namespace detmoe::mk

@@ -1,0 +1,302 @@
+// The fused backward (issue 18) against the CPU oracle and the GPU reference (tolerance of
+// docs/NUMERICS.md), against itself bit for bit (D0–D3, CUDA-graph replay), and its error paths:
+// a forced timeout in a backward task, a backward without a forward, inputs that are not the
+// forward's. Outputs are poisoned with NaN before every run (all_written catches what nobody
+// writes).
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+
+#include "detmoe/shapes.h"
+#include "gpu_problem.h"
+#include "layer_test_util.h"
+#include "megakernel/layer/device_error.h"
+#include "support/gpu.h"
+
+namespace detmoe {
+namespace {
+
+using testing::all_written;
+using testing::bitwise_equal;
+using testing::make_routing;
+using testing::MegakernelCase;
+using testing::run_megakernel_once;
+using testing::within_tolerance;
+
+struct Case {
+  Shape shape;
+  const char* routing;
+  GradPrecision grad;
+};
+
+void PrintTo(const Case& c, std::ostream* os) {
+  *os << c.shape.to_string() << " " << c.routing << (c.grad == GradPrecision::kFP32 ? " fp32" : " bf16");
+}
+
+class MegakernelBackward : public ::testing::TestWithParam<Case> {};
+
+// Every gradient against the fp64 oracle (with the Σ|terms| clause for the weight gradients)
+// and against the reference.
+TEST_P(MegakernelBackward, GradientsMatchOracleAndReference) {
+  DETMOE_REQUIRE_GPU();
+  const Case& c = GetParam();
+  const Routing r = make_routing(c.shape, c.routing, 41);
+  LayerConfig config;
+  config.grad_precision = c.grad;
+  const auto got = run_megakernel_once(c.shape, r, 41, config, /*backward=*/true);
+  ASSERT_FALSE(got.empty());
+  EXPECT_TRUE(all_written(got));
+  EXPECT_TRUE(within_tolerance(got, testing::oracle_reference(c.shape, r, 41, c.grad, true)));
+  auto ref = testing::run_impl("reference", c.shape, r, 41, config, true);
+  ASSERT_TRUE(ref.ok()) << ref.status().to_string();
+  EXPECT_TRUE(within_tolerance(got, *ref));
+}
+
+// Shape fields: {T, H, F, E, k, P, Fs}.
+INSTANTIATE_TEST_SUITE_P(
+    Small, MegakernelBackward,
+    ::testing::Values(Case{{300, 256, 128, 8, 2, 1, 0}, "balanced", GradPrecision::kFP32},     // partial m-blocks
+                      Case{{1, 256, 128, 8, 2, 1, 0}, "balanced", GradPrecision::kFP32},       // one token
+                      Case{{513, 192, 320, 16, 4, 1, 128}, "zipf:1.5", GradPrecision::kFP32},  // F, Fs % 256 ≠ 0
+                      Case{{256, 256, 64, 4, 4, 1, 64}, "all-to-one", GradPrecision::kBF16},   // k = E, F = 64
+                      Case{{700, 128, 128, 32, 3, 2, 0}, "hot:0.3", GradPrecision::kBF16},     // two ranks
+                      Case{{400, 128, 192, 16, 2, 4, 192}, "empty:5", GradPrecision::kFP32},   // empty experts
+                      Case{{129, 320, 256, 1, 1, 1, 0}, "balanced", GradPrecision::kFP32}));   // E = 1
+
+// The named shapes, scaled down for the fp64 oracle as the forward's test does (T = 32, E halved
+// while the experts hold > 6·10⁸ weights), with a shared expert; and at T = 1024 against the
+// reference with every expert.
+TEST(MegakernelBackwardNamedShapes, ScaledDownMatchOracleAndReference) {
+  DETMOE_REQUIRE_GPU();
+  for (const char* name : {"qwen3-30b-a3b", "deepseek-v3", "mixtral-8x7b", "gpt-oss-120b"}) {
+    SCOPED_TRACE(name);
+    Shape s = find_named_shape(name).value();
+    s.T = 32;
+    s.Fs = 128;
+    while (s.E / 2 >= s.k && 3 * s.E * s.H * s.F > 600'000'000) s.E /= 2;
+    const Routing r = make_routing(s, "balanced", 5);
+    const auto got = run_megakernel_once(s, r, 5, {}, true);
+    ASSERT_FALSE(got.empty());
+    EXPECT_TRUE(all_written(got));
+    EXPECT_TRUE(within_tolerance(got, testing::oracle_reference(s, r, 5, GradPrecision::kFP32, true)));
+
+    Shape big = find_named_shape(name).value();
+    big.T = 1024;
+    const Routing rb = make_routing(big, "zipf:1", 6);
+    const auto got_big = run_megakernel_once(big, rb, 6, {}, true);
+    ASSERT_FALSE(got_big.empty());
+    auto ref = testing::run_impl("reference", big, rb, 6, {}, true);
+    ASSERT_TRUE(ref.ok()) << ref.status().to_string();
+    EXPECT_TRUE(within_tolerance(got_big, *ref));
+  }
+}
+
+const Shape kShape{1000, 256, 192, 16, 4, 1, 128};
+
+TEST(MegakernelBackwardD0, RerunsGiveIdenticalBitsWithOtherWorkBetween) {
+  DETMOE_REQUIRE_GPU();
+  const Routing r = make_routing(kShape, "zipf:1", 51);
+  auto c = MegakernelCase::create(kShape, r, 51);
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  auto first = (*c)->run(true);
+  ASSERT_TRUE(first.ok()) << first.status().to_string();
+  const Shape other{512, 128, 128, 8, 2, 1, 0};
+  ASSERT_TRUE(testing::run_impl("reference", other, make_routing(other, "balanced", 1), 1, {}, true).ok());
+  for (int i = 0; i < 3; ++i) {
+    auto again = (*c)->run(true);
+    ASSERT_TRUE(again.ok()) << again.status().to_string();
+    EXPECT_TRUE(bitwise_equal(*again, *first)) << "rerun " << i;
+  }
+}
+
+TEST(MegakernelBackwardD1, SmCountsAndKnobsGiveIdenticalBits) {
+  DETMOE_REQUIRE_GPU();
+  const Routing r = make_routing(kShape, "hot:0.3", 52);
+  const auto base = run_megakernel_once(kShape, r, 52, {}, true);
+  ASSERT_FALSE(base.empty());
+  int sms = 0;
+  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
+  for (int n : {132, 100, 66, 17, 1}) {
+    if (n > sms) continue;
+    for (auto [comm, rows] : {std::pair{0, 0}, std::pair{n > 4 ? 4 : 0, 64}, std::pair{n > 16 ? 16 : 0, 1024}}) {
+      LayerConfig c;
+      c.num_sms = n;
+      c.comm_sms = comm;
+      c.overlap_rows = rows;
+      SCOPED_TRACE(::testing::Message() << "num_sms " << n << " comm_sms " << comm << " overlap_rows " << rows);
+      EXPECT_TRUE(bitwise_equal(run_megakernel_once(kShape, r, 52, c, true), base));
+    }
+  }
+}
+
+// The shared expert's weight gradients are each rank's partial, summed outside the layer
+// (DeviceProblem::download sums them in fp64), so they are left out across P.
+TEST(MegakernelBackwardD2, LoopbackEpSizesGiveIdenticalBits) {
+  DETMOE_REQUIRE_GPU();
+  const Shape global{1024, 256, 128, 16, 4, 1, 64};
+  const Routing r = make_routing(global, "zipf:2", 53);
+  const auto base = run_megakernel_once(global, r, 53, {}, true);
+  ASSERT_FALSE(base.empty());
+  for (int64_t P : {2, 4, 8}) {
+    SCOPED_TRACE(::testing::Message() << "P = " << P);
+    EXPECT_TRUE(bitwise_equal(run_megakernel_once(testing::shape_with(global, P), r, 53, {}, true), base,
+                              {"dws_gate", "dws_up", "dws_down"}));
+  }
+}
+
+// A permutation of the tokens (x, routing and dout rows together) permutes d_x and d_topk_w.
+TEST(MegakernelBackwardD3, PermutingTokensPermutesDxAndDTopkW) {
+  DETMOE_REQUIRE_GPU();
+  const Shape s{500, 256, 128, 16, 4, 1, 64};
+  const Routing r = make_routing(s, "zipf:1", 54);
+  auto c = MegakernelCase::create(s, r, 54);
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  auto base = (*c)->run(true);
+  ASSERT_TRUE(base.ok()) << base.status().to_string();
+  std::vector<int64_t> perm(s.T);
+  std::iota(perm.begin(), perm.end(), 0);
+  std::reverse(perm.begin(), perm.end());
+  std::rotate(perm.begin(), perm.begin() + 77, perm.end());
+  DeviceProblem& problem = (*c)->problem();
+  DeviceLayerInputs in = problem.inputs()[0];
+  DeviceGradInputs gin = problem.grad_inputs()[0];
+  const int64_t H = s.H, k = s.k;
+  uint16_t *x = nullptr, *dout = nullptr;
+  int32_t* idx = nullptr;
+  float* w = nullptr;
+  ASSERT_EQ(cudaMalloc(&x, s.T * H * 2), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&dout, s.T * H * 2), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&idx, s.T * k * 4), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&w, s.T * k * 4), cudaSuccess);
+  for (int64_t t = 0; t < s.T; ++t) {  // new token t is old token perm[t]
+    ASSERT_EQ(cudaMemcpy(x + t * H, in.x + perm[t] * H, H * 2, cudaMemcpyDeviceToDevice), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(dout + t * H, gin.dout + perm[t] * H, H * 2, cudaMemcpyDeviceToDevice), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(idx + t * k, in.topk_idx + perm[t] * k, k * 4, cudaMemcpyDeviceToDevice), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(w + t * k, in.topk_w + perm[t] * k, k * 4, cudaMemcpyDeviceToDevice), cudaSuccess);
+  }
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);  // the layer's stream does not wait for these copies
+  in.x = x;
+  in.topk_idx = idx;
+  in.topk_w = w;
+  gin.dout = dout;
+  ASSERT_TRUE(problem.poison_outputs().ok());
+  const DeviceLayerInputs ins[1] = {in};
+  const DeviceGradInputs gins[1] = {gin};
+  Layer& layer = (*c)->layer();
+  ASSERT_TRUE(layer.forward({ins, problem.outputs()}, (*c)->stream()).ok());
+  ASSERT_TRUE(layer.backward({ins, gins, problem.grad_outputs()}, (*c)->stream()).ok());
+  const Status st = layer.synchronize((*c)->stream());
+  ASSERT_TRUE(st.ok()) << st.to_string();
+  auto permuted = problem.download(true);
+  ASSERT_TRUE(permuted.ok());
+  for (const char* name : {"d_x", "d_topk_w", "out"}) {
+    const NamedTensor* a = find_tensor(*permuted, name);
+    const NamedTensor* b = find_tensor(*base, name);
+    ASSERT_TRUE(a != nullptr && b != nullptr) << name;
+    const size_t row = a->bytes.size() / s.T;
+    int64_t bad = 0;
+    for (int64_t t = 0; t < s.T; ++t)
+      bad += std::memcmp(a->bytes.data() + t * row, b->bytes.data() + perm[t] * row, row) != 0;
+    EXPECT_EQ(bad, 0) << name << ": rows that differ from their token's unpermuted row";
+  }
+  cudaFree(x);
+  cudaFree(dout);
+  cudaFree(idx);
+  cudaFree(w);
+}
+
+// A token subset (the first 256 tokens, same data and routing rows) reproduces its d_x and
+// d_topk_w rows bit for bit.
+TEST(MegakernelBackwardD3, TokenSubsetReproducesItsRows) {
+  DETMOE_REQUIRE_GPU();
+  const Shape full{640, 256, 128, 16, 4, 1, 0};
+  const Routing r = make_routing(full, "balanced", 55);
+  const auto base = run_megakernel_once(full, r, 55, {}, true);
+  ASSERT_FALSE(base.empty());
+  Shape sub = full;
+  sub.T = 256;
+  Routing rs = r;
+  rs.tokens = 256;
+  rs.topk_idx.resize(256 * full.k);
+  rs.topk_w.resize(256 * full.k);
+  const auto part = run_megakernel_once(sub, rs, 55, {}, true);
+  ASSERT_FALSE(part.empty());
+  for (const char* name : {"d_x", "d_topk_w"}) {
+    const NamedTensor* a = find_tensor(part, name);
+    const NamedTensor* b = find_tensor(base, name);
+    ASSERT_TRUE(a != nullptr && b != nullptr);
+    ASSERT_LE(a->bytes.size(), b->bytes.size());
+    EXPECT_TRUE(std::equal(a->bytes.begin(), a->bytes.end(), b->bytes.begin())) << name;
+  }
+}
+
+TEST(MegakernelBackwardGraph, ForwardAndBackwardReplaysGiveTheEagerBits) {
+  DETMOE_REQUIRE_GPU();
+  const Routing r = make_routing(kShape, "hot:0.2", 56);
+  auto c = MegakernelCase::create(kShape, r, 56);
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  auto eager = (*c)->run(true);
+  ASSERT_TRUE(eager.ok()) << eager.status().to_string();
+  auto replays = (*c)->run_graph(10, true);
+  ASSERT_TRUE(replays.ok()) << replays.status().to_string();
+  ASSERT_EQ(replays->size(), 10u);
+  for (const auto& got : *replays) EXPECT_TRUE(bitwise_equal(got, *eager));
+}
+
+// A forced timeout in a backward GEMM task is reported by the next synchronize() naming that
+// task; the next forward + backward on the same Layer runs normally.
+TEST(MegakernelBackwardFaults, ForcedTimeoutNamesTheBackwardTask) {
+  DETMOE_REQUIRE_GPU();
+  const Shape s{300, 256, 128, 8, 2, 1, 0};
+  const Routing r = make_routing(s, "balanced", 57);
+  LayerConfig config;
+  config.spin_timeout_ms = 200;
+  LayerOptions options;
+  options.hooks.force_timeout_task = static_cast<int64_t>(mk::make_task_id(mk::TaskKind::kDgrad2, 0, 0));
+  auto c = MegakernelCase::create(s, r, 57, config, options);
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  auto got = (*c)->run(true);
+  ASSERT_FALSE(got.ok());
+  EXPECT_EQ(got.status().code(), ErrorCode::kDeviceTimeout) << got.status().to_string();
+  EXPECT_NE(got.status().message().find("backward dx = dh·W_gate_up"), std::string::npos) << got.status().to_string();
+  EXPECT_NE(got.status().message().find("dh-done counter"), std::string::npos) << got.status().to_string();
+}
+
+TEST(MegakernelBackwardErrors, WithoutAForwardOrWithOtherInputsIsRefused) {
+  DETMOE_REQUIRE_GPU();
+  const Shape s{64, 128, 64, 4, 2, 1, 0};
+  const Routing r = make_routing(s, "balanced", 58);
+  auto c = MegakernelCase::create(s, r, 58);
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  DeviceProblem& problem = (*c)->problem();
+  Layer& layer = (*c)->layer();
+  const Status before = layer.backward({problem.inputs(), problem.grad_inputs(), problem.grad_outputs()}, (*c)->stream());
+  EXPECT_EQ(before.code(), ErrorCode::kInvalidArgument) << before.to_string();
+  EXPECT_NE(before.message().find("run forward() first"), std::string::npos) << before.to_string();
+  ASSERT_TRUE(layer.forward({problem.inputs(), problem.outputs()}, (*c)->stream()).ok());
+  DeviceLayerInputs other = problem.inputs()[0];
+  other.x = problem.grad_inputs()[0].dout;  // same shape, not the forward's x
+  const DeviceLayerInputs ins[1] = {other};
+  const Status mismatch = layer.backward({ins, problem.grad_inputs(), problem.grad_outputs()}, (*c)->stream());
+  EXPECT_EQ(mismatch.code(), ErrorCode::kInvalidArgument) << mismatch.to_string();
+  EXPECT_NE(mismatch.message().find("not the last forward's"), std::string::npos) << mismatch.to_string();
+  EXPECT_TRUE(layer.synchronize((*c)->stream()).ok());
+}
+
+TEST(MegakernelBackwardErrors, WithoutSavedHIsNotImplementedYet) {
+  DETMOE_REQUIRE_GPU();
+  const Shape s{64, 128, 64, 4, 2, 1, 0};
+  LayerConfig config;
+  config.save_h = false;
+  auto c = MegakernelCase::create(s, make_routing(s, "balanced", 59), 59, config);
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  auto got = (*c)->run(true);
+  ASSERT_FALSE(got.ok());
+  EXPECT_EQ(got.status().code(), ErrorCode::kNotImplemented) << got.status().to_string();
+}
+
+}  // namespace
+}  // namespace detmoe
