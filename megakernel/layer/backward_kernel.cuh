@@ -57,6 +57,7 @@ DETMOE_DEVICE bool backward_start(const LayerParams& p, const LaunchContext& ctx
        i += static_cast<int64_t>(gridDim.x) * blockDim.x)
     p.ws.counters[i] = stamp;
   if (!grid_barrier(ctx, p.ws.barriers + 0, 0, flag)) return false;
+  __syncthreads();  // every thread has read the barrier's flag before thread 0 reuses it
   if (threadIdx.x == 0) *flag = ld_relaxed_u64(&ctx.error->state) == 0 ? 1 : 0;
   __syncthreads();
   return *flag != 0;

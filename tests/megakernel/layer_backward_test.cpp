@@ -66,31 +66,41 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{{400, 128, 192, 16, 2, 4, 192}, "empty:5", GradPrecision::kFP32},   // empty experts
                       Case{{129, 320, 256, 1, 1, 1, 0}, "balanced", GradPrecision::kFP32}));   // E = 1
 
-// The named shapes, scaled down for the fp64 oracle as the forward's test does (T = 32, E halved
-// while the experts hold > 6·10⁸ weights), with a shared expert; and at T = 1024 against the
-// reference with every expert.
-TEST(MegakernelBackwardNamedShapes, ScaledDownMatchOracleAndReference) {
+// The named shapes, scaled down for the fp64 oracle (T = 32, a shared expert, E halved while the
+// experts hold > 1.5·10⁸ weights: the oracle's backward in fp64 on the host is what takes the time,
+// and the forward's 6·10⁸ did not finish in four minutes), and at T = 1024 with every expert
+// against the reference.
+TEST(MegakernelBackwardNamedShapes, ScaledDownMatchOracle) {
   DETMOE_REQUIRE_GPU();
   for (const char* name : {"qwen3-30b-a3b", "deepseek-v3", "mixtral-8x7b", "gpt-oss-120b"}) {
     SCOPED_TRACE(name);
     Shape s = find_named_shape(name).value();
     s.T = 32;
     s.Fs = 128;
-    while (s.E / 2 >= s.k && 3 * s.E * s.H * s.F > 600'000'000) s.E /= 2;
+    while (s.E / 2 >= s.k && 3 * s.E * s.H * s.F > 150'000'000) s.E /= 2;
     const Routing r = make_routing(s, "balanced", 5);
     const auto got = run_megakernel_once(s, r, 5, {}, true);
     ASSERT_FALSE(got.empty());
     EXPECT_TRUE(all_written(got));
     EXPECT_TRUE(within_tolerance(got, testing::oracle_reference(s, r, 5, GradPrecision::kFP32, true)));
+  }
+}
 
-    Shape big = find_named_shape(name).value();
-    big.T = 1024;
-    const Routing rb = make_routing(big, "zipf:1", 6);
-    const auto got_big = run_megakernel_once(big, rb, 6, {}, true);
-    ASSERT_FALSE(got_big.empty());
-    auto ref = testing::run_impl("reference", big, rb, 6, {}, true);
-    ASSERT_TRUE(ref.ok()) << ref.status().to_string();
-    EXPECT_TRUE(within_tolerance(got_big, *ref));
+TEST(MegakernelBackwardNamedShapes, MatchReference) {
+  DETMOE_REQUIRE_GPU();
+  for (const char* name : {"qwen3-30b-a3b", "deepseek-v3", "mixtral-8x7b", "gpt-oss-120b"}) {
+    for (const char* routing : {"balanced", "zipf:1"}) {
+      SCOPED_TRACE(std::string(name) + " " + routing);
+      Shape s = find_named_shape(name).value();
+      s.T = 1024;
+      const Routing r = make_routing(s, routing, 6);
+      const auto got = run_megakernel_once(s, r, 6, {}, true);
+      ASSERT_FALSE(got.empty());
+      EXPECT_TRUE(all_written(got));
+      auto ref = testing::run_impl("reference", s, r, 6, {}, true);
+      ASSERT_TRUE(ref.ok()) << ref.status().to_string();
+      EXPECT_TRUE(within_tolerance(got, *ref));
+    }
   }
 }
 

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# The megakernel backward on the GPU machine, in stages (issue 18): build there, the backward's
+# GPU tests, the forward's (regression), compute-sanitizer on small backward cases, and a
+# fwd+bwd bench beside the reference. Logs under $OUT; each stage has its own time limit, so a
+# hang costs that stage, not the call.
+#   STAGES="build bwd named fwd sanitize bench" (default: all)  BENCH_SHAPES=qwen3-30b-a3b,...  TIMED=20
+set -uo pipefail
+cd "$(dirname "$0")/.."
+source ci/device-env.sh
+OUT=${OUT:-/tmp/out}
+mkdir -p "$OUT"
+STAGES=${STAGES:-build bwd named fwd sanitize bench}
+B=build-device
+T=$B/tests/megakernel/detmoe_layer_test
+stage() { [[ " $STAGES " == *" $1 "* ]]; }
+run() {  # name limit_s command...
+  local name=$1 limit=$2; shift 2
+  local t0=$SECONDS
+  timeout "$limit" "$@" >"$OUT/$name.log" 2>&1
+  local rc=$?
+  echo "== $name: exit $rc in $((SECONDS - t0)) s"
+  grep -E "^\[  (PASSED|FAILED) |^\[  FAILED|ERROR SUMMARY|hazard|Failure|rror:" "$OUT/$name.log" | head -30
+  return $rc
+}
+if stage build; then
+  run build 400 ci/device-build.sh $B detmoe_layer_test detmoe_perf_layer detmoe || { tail -40 "$OUT/build.log"; exit 1; }
+fi
+if stage bwd; then
+  run bwd-tests "${BWD_LIMIT:-300}" $T --gtest_filter="${BWD_FILTER:-*Backward*-*NamedShapes*}"
+fi
+if stage named; then  # the named shapes vs the fp64 oracle (host-bound) and vs the reference
+  run bwd-named "${NAMED_LIMIT:-300}" $T --gtest_filter="MegakernelBackwardNamedShapes.*"
+fi
+if stage fwd; then
+  run fwd-tests "${FWD_LIMIT:-300}" $T --gtest_filter="${FWD_FILTER:-Megakernel*:Small/MegakernelVsReference.*-*Backward*:MegakernelProperty.*}"
+fi
+if stage sanitize; then
+  for tool in memcheck racecheck; do
+    run "sanitize-$tool" 240 compute-sanitizer --tool "$tool" --error-exitcode 9 $T \
+      --gtest_filter="${SAN_FILTER:-Small/MegakernelBackward.*/0:Small/MegakernelBackward.*/2}"
+  done
+fi
+if stage bench; then
+  run bench "${BENCH_LIMIT:-300}" $B/perf/detmoe_perf_layer --impls=megakernel,reference \
+    --shapes="${BENCH_SHAPES:-qwen3-30b-a3b,deepseek-v3,mixtral-8x7b,gpt-oss-120b}" --routings="${BENCH_ROUTINGS:-balanced}" \
+    --timed="${TIMED:-20}" --energy-window=0 --benchmark_out="$OUT/bench.json" --benchmark_out_format=json
+  grep -E "median_ms|megakernel|reference" "$OUT/bench.log" | head -40
+fi
