@@ -16,9 +16,12 @@ namespace detmoe::mk {
 namespace {
 
 // Task kind names, indexed by TaskKind (0: unknown).
-constexpr std::array<const char*, 8> kNames = {"?",          "plan",         "dispatch",
-                                               "GEMM1",      "shared GEMM1", "GEMM2+combine",
-                                               "shared GEMM2", "weighted sum"};
+constexpr std::array<const char*, 19> kNames = {
+    "?",           "plan",          "dispatch",        "GEMM1",           "shared GEMM1",   "GEMM2+combine",
+    "shared GEMM2", "weighted sum", "bwd start",       "bwd dy dispatch", "bwd shared da",  "bwd da+dSwiGLU",
+    "bwd shared dx", "bwd dW_down",  "bwd dWs_down",   "bwd dx+scatter",  "bwd dW_gate_up", "bwd dWs_gate_up",
+    "bwd d_x sum"};
+static_assert(kNames.size() == static_cast<size_t>(TaskKind::kDxSum) + 1, "a name per task kind");
 
 const char* kind_name(uint64_t task) {
   return kNames[std::min<size_t>(static_cast<size_t>(task_kind(task)), kNames.size() - 1)];
@@ -64,7 +67,7 @@ TraceSummary summarize_trace(const std::vector<LayerTaskTrace>& trace) {
       ++f.tasks;
     }
     const auto c = static_cast<size_t>(r.cta);
-    if (task_kind(r.task) == TaskKind::kPlan) {
+    if (task_kind(r.task) == TaskKind::kPlan || task_kind(r.task) == TaskKind::kBackwardStart) {
       cta_start[c] = r.start_ns;
       cta_cycles[c] = r.sm_cycles;
     }

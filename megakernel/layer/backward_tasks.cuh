@@ -385,21 +385,37 @@ DETMOE_DEVICE void dy_dispatch(const BackwardParams& bp, const LaunchContext& ct
     const uint16_t* yrow = ys + (static_cast<int64_t>(t) * p.k + j) * p.H;
     uint16_t* dst = p.ws.dy + (static_cast<int64_t>(d) * p.capacity + local) * p.H;
     float partial = 0.0f;
+    // kDyBatch pieces of both rows loaded before their FMAs (one load in flight per lane left the
+    // copy latency-bound, as the forward's weighted sum was); the FMAs still run piece by piece in
+    // increasing column order, so the bits do not depend on the batch.
+    constexpr int kDyBatch = 2;
 #pragma unroll 1
-    for (int32_t c = static_cast<int32_t>(lane) * 8; c < p.H; c += 256) {
-      const uint4 dv = __ldg(reinterpret_cast<const uint4*>(drow + c));
-      const uint4 yv = __ldcg(reinterpret_cast<const uint4*>(yrow + c));
-      const uint16_t* dd = reinterpret_cast<const uint16_t*>(&dv);
-      const uint16_t* yy = reinterpret_cast<const uint16_t*>(&yv);
-      uint4 packed;
-      uint16_t* o = reinterpret_cast<uint16_t*>(&packed);
+    for (int32_t c0 = static_cast<int32_t>(lane) * 8; c0 < p.H; c0 += 256 * kDyBatch) {
+      uint4 dv[kDyBatch], yv[kDyBatch];
 #pragma unroll
-      for (int v = 0; v < 8; ++v) {
-        const float dvf = float_from_bf16_bits(dd[v]);
-        partial = fmaf(dvf, float_from_bf16_bits(yy[v]), partial);
-        o[v] = bf16_bits_from_float(wt * dvf);
+      for (int u = 0; u < kDyBatch; ++u) {
+        const int32_t c = c0 + 256 * u;
+        if (c < p.H) {
+          dv[u] = __ldg(reinterpret_cast<const uint4*>(drow + c));
+          yv[u] = __ldcg(reinterpret_cast<const uint4*>(yrow + c));
+        }
       }
-      *reinterpret_cast<uint4*>(dst + c) = packed;
+#pragma unroll
+      for (int u = 0; u < kDyBatch; ++u) {
+        const int32_t c = c0 + 256 * u;
+        if (c >= p.H) break;
+        const uint16_t* dd = reinterpret_cast<const uint16_t*>(&dv[u]);
+        const uint16_t* yy = reinterpret_cast<const uint16_t*>(&yv[u]);
+        uint4 packed;
+        uint16_t* o = reinterpret_cast<uint16_t*>(&packed);
+#pragma unroll
+        for (int v = 0; v < 8; ++v) {
+          const float dvf = float_from_bf16_bits(dd[v]);
+          partial = fmaf(dvf, float_from_bf16_bits(yy[v]), partial);
+          o[v] = bf16_bits_from_float(wt * dvf);
+        }
+        *reinterpret_cast<uint4*>(dst + c) = packed;
+      }
     }
 #pragma unroll
     for (int off = 16; off > 0; off >>= 1) partial = partial + __shfl_xor_sync(0xffffffffu, partial, off);
@@ -463,12 +479,21 @@ DETMOE_DEVICE void dx_sum(const BackwardParams& bp, const LaunchContext& ctx, co
       float acc[8];
 #pragma unroll
       for (int v = 0; v < 8; ++v) acc[v] = 0.0f;
+      // kSumBatch slots loaded before their adds, which still run in slot order.
+      constexpr int kSumBatch = 2;
 #pragma unroll 1
-      for (int32_t j = 0; j < p.k; ++j) {
-        const uint4 raw = __ldcg(reinterpret_cast<const uint4*>(row0 + static_cast<int64_t>(j) * p.H + c));
-        const uint16_t* x = reinterpret_cast<const uint16_t*>(&raw);
+      for (int32_t j0 = 0; j0 < p.k; j0 += kSumBatch) {
+        uint4 raw[kSumBatch];
 #pragma unroll
-        for (int v = 0; v < 8; ++v) acc[v] = acc[v] + float_from_bf16_bits(x[v]);
+        for (int u = 0; u < kSumBatch; ++u)
+          if (j0 + u < p.k) raw[u] = __ldcg(reinterpret_cast<const uint4*>(row0 + static_cast<int64_t>(j0 + u) * p.H + c));
+#pragma unroll
+        for (int u = 0; u < kSumBatch; ++u) {
+          if (j0 + u >= p.k) break;
+          const uint16_t* x = reinterpret_cast<const uint16_t*>(&raw[u]);
+#pragma unroll
+          for (int v = 0; v < 8; ++v) acc[v] = acc[v] + float_from_bf16_bits(x[v]);
+        }
       }
       if (p.Fs > 0) {
         const uint4 raw = __ldcg(reinterpret_cast<const uint4*>(p.ws.s + g * p.H + c));

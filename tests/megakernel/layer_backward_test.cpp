@@ -68,8 +68,9 @@ INSTANTIATE_TEST_SUITE_P(
 
 // The named shapes, scaled down for the fp64 oracle (T = 32, a shared expert, E halved while the
 // experts hold > 1.5·10⁸ weights: the oracle's backward in fp64 on the host is what takes the time,
-// and the forward's 6·10⁸ did not finish in four minutes), and at T = 1024 with every expert
-// against the reference.
+// and the forward's 6·10⁸ did not finish in four minutes; 66 s on the H200 for the four), and at
+// T = 1024 against the reference (E halved while the experts hold > 4·10⁸ weights: the weight
+// gradients are downloaded and compared on the host, and deepseek-v3's did not finish in 2 min).
 TEST(MegakernelBackwardNamedShapes, ScaledDownMatchOracle) {
   DETMOE_REQUIRE_GPU();
   for (const char* name : {"qwen3-30b-a3b", "deepseek-v3", "mixtral-8x7b", "gpt-oss-120b"}) {
@@ -93,6 +94,7 @@ TEST(MegakernelBackwardNamedShapes, MatchReference) {
       SCOPED_TRACE(std::string(name) + " " + routing);
       Shape s = find_named_shape(name).value();
       s.T = 1024;
+      while (s.E / 2 >= s.k && 3 * s.E * s.H * s.F > 400'000'000) s.E /= 2;
       const Routing r = make_routing(s, routing, 6);
       const auto got = run_megakernel_once(s, r, 6, {}, true);
       ASSERT_FALSE(got.empty());

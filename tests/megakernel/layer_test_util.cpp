@@ -30,6 +30,7 @@ StatusOr<std::unique_ptr<MegakernelCase>> MegakernelCase::create(const Shape& sh
                                                                  const LayerOptions& options, bool write_y) {
   DeviceProblemOptions po;
   po.write_y = write_y;
+  po.grad_precision = config.grad_precision;  // the weight gradients' buffers as the layer writes them
   return assemble(shape, config, options,
                   [&](const RowExchange& ex) { return DeviceProblem::create(shape, routing, seed, ex, po); });
 }
