@@ -43,6 +43,6 @@ fi
 if stage bench; then
   run bench "${BENCH_LIMIT:-300}" $B/perf/detmoe_perf_layer --impls=megakernel,reference \
     --shapes="${BENCH_SHAPES:-qwen3-30b-a3b,deepseek-v3,mixtral-8x7b,gpt-oss-120b}" --routings="${BENCH_ROUTINGS:-balanced}" \
-    --timed="${TIMED:-20}" --energy-window=0 --benchmark_out="$OUT/bench.json" --benchmark_out_format=json
-  grep -E "median_ms|megakernel|reference" "$OUT/bench.log" | head -40
+    --timed="${TIMED:-20}" --energy-window=0 ${BENCH_ARGS:-} --benchmark_out="$OUT/bench.json" --benchmark_out_format=json
+  grep -E "median_ms" "$OUT/bench.log" | sed -E 's/ +[0-9.]+ ms +[0-9.]+ ms +[0-9]+ / /; s/ T=.*//' | head -40
 fi
