@@ -3,13 +3,13 @@
 # GPU tests, the forward's (regression), compute-sanitizer on small backward cases, and a
 # fwd+bwd bench beside the reference. Logs under $OUT; each stage has its own time limit, so a
 # hang costs that stage, not the call.
-#   STAGES="build bwd named fwd sanitize bench" (default: all)  BENCH_SHAPES=qwen3-30b-a3b,...  TIMED=20
+#   STAGES="build bwd gemm named fwd sanitize bench" (default: all)  BENCH_SHAPES=qwen3-30b-a3b,...  TIMED=20
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source ci/device-env.sh
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
-STAGES=${STAGES:-build bwd named fwd sanitize bench}
+STAGES=${STAGES:-build bwd gemm named fwd sanitize bench}
 B=build-device
 T=$B/tests/megakernel/detmoe_layer_test
 stage() { [[ " $STAGES " == *" $1 "* ]]; }
@@ -23,10 +23,13 @@ run() {  # name limit_s command...
   return $rc
 }
 if stage build; then
-  run build 400 ci/device-build.sh $B detmoe_layer_test detmoe_perf_layer detmoe || { tail -40 "$OUT/build.log"; exit 1; }
+  run build 400 ci/device-build.sh $B detmoe_layer_test detmoe_gemm_test detmoe_perf_layer detmoe || { tail -40 "$OUT/build.log"; exit 1; }
 fi
 if stage bwd; then
   run bwd-tests "${BWD_LIMIT:-300}" $T --gtest_filter="${BWD_FILTER:-*Backward*-*NamedShapes*}"
+fi
+if stage gemm; then  # the epilogue math helpers, exhaustively over bf16 gates
+  run gemm-tests 120 $B/tests/megakernel/detmoe_gemm_test --gtest_filter="${GEMM_FILTER:-*Swiglu*:PtxRcp*}"
 fi
 if stage named; then  # the named shapes vs the fp64 oracle (host-bound) and vs the reference
   run bwd-named "${NAMED_LIMIT:-300}" $T --gtest_filter="MegakernelBackwardNamedShapes.*"

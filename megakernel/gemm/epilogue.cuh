@@ -118,6 +118,24 @@ DETMOE_DEVICE void write_bf16_slab(uint32_t slab, uint32_t warp, uint32_t lane, 
   }
 }
 
+// write_bf16_slab with the values made 8 at a time: batch(p, v) fills v[0 … 7] with values
+// 8p … 8p + 7 (the eight of one stmatrix.x4), so a caller that computes them in batches (the
+// backward's dSwiGLU) keeps 8 of them live instead of 32.
+template <class Batch>
+DETMOE_DEVICE void write_bf16_slab_batched(uint32_t slab, uint32_t warp, uint32_t lane, Batch&& batch) {
+  const uint32_t matrix = lane >> 3;
+  const uint32_t row = warp * 16 + (matrix & 1u) * 8 + (lane & 7u);
+  const uint32_t row_addr = slab + row * 128;
+#pragma unroll
+  for (int p = 0; p < 4; ++p) {
+    float v[8];
+    batch(p, v);
+    const uint32_t chunk = 2 * p + (matrix >> 1);
+    ptx::stmatrix_x4(row_addr + ((chunk ^ (lane & 7u)) << 4), ptx::pack_bf16x2(v[0], v[1]), ptx::pack_bf16x2(v[2], v[3]),
+                     ptx::pack_bf16x2(v[4], v[5]), ptx::pack_bf16x2(v[6], v[7]));
+  }
+}
+
 // 32 fp32 columns into a swizzled slab. value(j), j in [0, 16): fragment register j of the slab.
 template <class Value>
 DETMOE_DEVICE void write_fp32_slab(uint32_t slab, uint32_t warp, uint32_t lane, Value&& value) {

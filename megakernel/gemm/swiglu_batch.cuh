@@ -36,4 +36,33 @@ DETMOE_DEVICE void swiglu_batch(float (&out)[N], Gate&& gate, Up&& up) {
   }
 }
 
+// dSwiGLU for a batch of N (g, u, da): out(j, dg, du) with dg, du = contract_dswiglu(g(j), u(j), da(j))
+// bit for bit,
+// with the sigmoids' reciprocals branch-free on the fast path as above (the backward's da
+// epilogue; per element, contract_dswiglu's 1/x branch regions kept its 128 elements per thread
+// from overlapping: 32–37 µs per tile on the H200 against a 25–90 µs mainloop).
+template <int N, class G, class U, class Da, class Out>
+DETMOE_DEVICE void dswiglu_batch(G&& g, U&& u, Da&& da, Out&& out) {
+  float x[N];
+  bool fast = true;
+#pragma unroll
+  for (int j = 0; j < N; ++j) {
+    x[j] = 1.0f + expf(-g(j));
+    fast = fast && ptx::rcp_rn_fast_path(x[j]);
+  }
+  if (fast) {
+#pragma unroll
+    for (int j = 0; j < N; ++j) {
+      const float s = ptx::rcp_rn_fast(x[j]), gj = g(j), dj = da(j);
+      out(j, ((dj * u(j)) * s) * fmaf(gj, 1.0f - s, 1.0f), dj * (gj * s));
+    }
+  } else {
+#pragma unroll
+    for (int j = 0; j < N; ++j) {
+      const DSwiGluGrad d = contract_dswiglu(g(j), u(j), da(j));
+      out(j, d.dg, d.du);
+    }
+  }
+}
+
 }  // namespace detmoe::gemm

@@ -17,11 +17,11 @@ namespace {
 
 // Task kind names, indexed by TaskKind (0: unknown).
 constexpr std::array<const char*, 19> kNames = {
-    "?",           "plan",          "dispatch",        "GEMM1",           "shared GEMM1",   "GEMM2+combine",
-    "shared GEMM2", "weighted sum", "bwd start",       "bwd dy dispatch", "bwd shared da",  "bwd da+dSwiGLU",
-    "bwd shared dx", "bwd dW_down",  "bwd dWs_down",   "bwd dx+scatter",  "bwd dW_gate_up", "bwd dWs_gate_up",
-    "bwd d_x sum"};
-static_assert(kNames.size() == static_cast<size_t>(TaskKind::kDxSum) + 1, "a name per task kind");
+    "?",              "plan",            "dispatch",       "GEMM1",          "shared GEMM1",
+    "GEMM2+combine",  "shared GEMM2",    "weighted sum",   "bwd start",      "bwd dy dispatch",
+    "bwd shared da",  "bwd da+dSwiGLU",  "bwd shared dx",  "bwd dx+scatter", "bwd d_x sum",
+    "bwd dW_down",    "bwd dWs_down",    "bwd dW_gate_up", "bwd dWs_gate_up"};
+static_assert(kNames.size() == static_cast<size_t>(TaskKind::kSharedWgradGateUp) + 1, "a name per task kind");
 
 const char* kind_name(uint64_t task) {
   return kNames[std::min<size_t>(static_cast<size_t>(task_kind(task)), kNames.size() - 1)];

@@ -7,20 +7,26 @@
 //   level 0  dy dispatch         per plan chunk of the rank's tokens: for each (t, j) the row
 //                                dy = bf16(w[t,j]·dout[t]) pushed to its expert's rank at the
 //                                forward's row, d_topk_w[t,j] = ⟨dout[t], y[t,j]⟩ → dy_ready
-//            shared da           per (128 tokens, 256 columns of Fs): dout·Ws_down, dSwiGLU → dhs
-//   level 1  da                  per (m-block, 256 columns of F): dy·W_down[e], dSwiGLU with the
+//   level 1  shared da           per (128 tokens, 256 columns of Fs): dout·Ws_down, dSwiGLU → dhs
+//   level 2  da                  per (m-block, 256 columns of F): dy·W_down[e], dSwiGLU with the
 //                                saved h → dh; waits dy_ready of its m-block → dh_done
-//            shared dx           per (128 tokens, 256 columns of H): dhs·Ws_gate_up → dxs
-//            dW_down             per (expert, 128 rows of H, 256 columns of F): Σ over the
-//                                expert's rows of dyᵀ·a; waits dy_ready of all its m-blocks
-//            dWs_down            per (128 rows of H, 256 columns of Fs): doutᵀ·a_s (no wait)
-//   level 2  dx                  per (m-block, 256 columns of H): dh·W_gate_up[e], each row pushed
+//   level 3  shared dx           per (128 tokens, 256 columns of H): dhs·Ws_gate_up → dxs
+//   level 4  dx                  per (m-block, 256 columns of H): dh·W_gate_up[e], each row pushed
 //                                to its source rank's dx slot (t, j) → dx_ready; waits dh_done
-//            dW_gate_up          per (expert, 128 rows of 2F, 256 columns of H): dhᵀ·x_recv;
+//   level 5  d_x sum             per kSumChunkTokens tokens: Σ_j dx slots (j order) + dxs
+//   level 6  dW_down             per (expert, 128 rows of H, 256 columns of F): Σ over the
+//                                expert's rows of dyᵀ·a; waits dy_ready of all its m-blocks
+//   level 7  dWs_down            per (128 rows of H, 256 columns of Fs): doutᵀ·a_s (no wait)
+//   level 8  dW_gate_up          per (expert, 128 rows of 2F, 256 columns of H): dhᵀ·x_recv;
 //                                waits dh_done of all its m-blocks
-//            dWs_gate_up         per (128 rows of 2Fs, 256 columns of H): dhsᵀ·x; waits shared dh
-//   level 3  d_x sum             per kSumChunkTokens tokens: Σ_j dx slots (j order) + dxs
+//   level 9  dWs_gate_up         per (128 rows of 2Fs, 256 columns of H): dhsᵀ·x; waits shared dh
 //
+// A level is the phase's place in the list, and every task waits only on phases listed before its
+// own (of any rank), which is all cta_role's no-deadlock argument needs. The weight gradients
+// come last although most could start earlier: they wait on nothing late, so placed after the
+// d_x sum they fill the grid while the sum's chunks wait for the last dx rows (before, the sum
+// ran alone after them: 0.33 ms on qwen3-30b-a3b, 0.55 ms on deepseek-v3), and their short tiles
+// end the launch evenly.
 // The dependency counters are the forward's words (dy_ready = dispatch_ready, dh_done =
 // gemm1_done, shared dh / dx done = shared1_done / shared2_done, dx_ready = slots_ready),
 // stamped with this launch's epoch by its first step.
@@ -39,19 +45,23 @@
 
 namespace detmoe::mk {
 
+// The list's phases in list order; each task kind's TaskKind is kDyDispatch + its phase.
 enum class BwdPhase : int32_t {
   kDyDispatch,
   kSharedDgrad1,
   kDgrad1,
   kSharedDgrad2,
+  kDgrad2,
+  kDxSum,
   kWgradDown,
   kSharedWgradDown,
-  kDgrad2,
   kWgradGateUp,
   kSharedWgradGateUp,
-  kDxSum,
   kDone
 };
+static_assert(static_cast<uint32_t>(TaskKind::kDyDispatch) + static_cast<uint32_t>(BwdPhase::kSharedWgradGateUp) ==
+                  static_cast<uint32_t>(TaskKind::kSharedWgradGateUp),
+              "task kinds follow the phases");
 inline constexpr int kBwdListPhases = 10;
 
 constexpr uint32_t bwd_phase_bit(BwdPhase ph) { return 1u << static_cast<int>(ph); }
@@ -371,55 +381,74 @@ DETMOE_DEVICE void dy_dispatch(const BackwardParams& bp, const LaunchContext& ct
   copy_barrier();
   const bool go = tid != 0 || !launch_aborted(ctx);
   if (!copy_barrier_and(go)) return;
+  // Each lane looks up one pair's rows (dependent loads), then the warp runs its 32 pairs one after
+  // another with the addresses shuffled out, so the lookups' latency is paid once per 32 pairs
+  // (as the forward's dispatch does).
+  float* d_topk_w = bp.grad[s].d_topk_w + static_cast<int64_t>(t0) * p.k;
 #pragma unroll 1
-  for (int32_t i = warp; i < pairs; i += kCopyWarps) {
-    const int32_t t = t0 + i / p.k, j = i % p.k;
-    const int32_t row = __ldcg(p.ws.slot_row + g0 * p.k + i);
-    const int32_t d = __ldg(idx + static_cast<int64_t>(t) * p.k + j) / p.experts_per_rank;
-    const int64_t local = row - __ldcg(p.ws.rank_row_begin + d);
-    // The forward's plan put every row inside its rank's buffer; checked anyway, so that a stale
-    // table can never send a store outside dy.
-    if (local < 0 || local >= p.capacity) continue;
-    const float wt = __ldg(w + static_cast<int64_t>(t) * p.k + j);
-    const uint16_t* drow = dout + static_cast<int64_t>(t) * p.H;
-    const uint16_t* yrow = ys + (static_cast<int64_t>(t) * p.k + j) * p.H;
-    uint16_t* dst = p.ws.dy + (static_cast<int64_t>(d) * p.capacity + local) * p.H;
-    float partial = 0.0f;
-    // kDyBatch pieces of both rows loaded before their FMAs (one load in flight per lane left the
-    // copy latency-bound, as the forward's weighted sum was); the FMAs still run piece by piece in
-    // increasing column order, so the bits do not depend on the batch.
-    constexpr int kDyBatch = 2;
-#pragma unroll 1
-    for (int32_t c0 = static_cast<int32_t>(lane) * 8; c0 < p.H; c0 += 256 * kDyBatch) {
-      uint4 dv[kDyBatch], yv[kDyBatch];
-#pragma unroll
-      for (int u = 0; u < kDyBatch; ++u) {
-        const int32_t c = c0 + 256 * u;
-        if (c < p.H) {
-          dv[u] = __ldg(reinterpret_cast<const uint4*>(drow + c));
-          yv[u] = __ldcg(reinterpret_cast<const uint4*>(yrow + c));
-        }
-      }
-#pragma unroll
-      for (int u = 0; u < kDyBatch; ++u) {
-        const int32_t c = c0 + 256 * u;
-        if (c >= p.H) break;
-        const uint16_t* dd = reinterpret_cast<const uint16_t*>(&dv[u]);
-        const uint16_t* yy = reinterpret_cast<const uint16_t*>(&yv[u]);
-        uint4 packed;
-        uint16_t* o = reinterpret_cast<uint16_t*>(&packed);
-#pragma unroll
-        for (int v = 0; v < 8; ++v) {
-          const float dvf = float_from_bf16_bits(dd[v]);
-          partial = fmaf(dvf, float_from_bf16_bits(yy[v]), partial);
-          o[v] = bf16_bits_from_float(wt * dvf);
-        }
-        *reinterpret_cast<uint4*>(dst + c) = packed;
+  for (int32_t base = warp * 32; base < pairs; base += kCopyWarps * 32) {
+    const int32_t i = base + static_cast<int32_t>(lane);
+    unsigned long long dst_bits = 0, drow_bits = 0, yrow_bits = 0;
+    float w_lane = 0.0f;
+    if (i < pairs) {
+      const int32_t t = t0 + i / p.k, j = i % p.k;
+      const int32_t row = __ldcg(p.ws.slot_row + g0 * p.k + i);
+      const int32_t d = __ldg(idx + static_cast<int64_t>(t) * p.k + j) / p.experts_per_rank;
+      const int64_t local = row - __ldcg(p.ws.rank_row_begin + d);
+      // The forward's plan put every row inside its rank's buffer; checked anyway, so that a
+      // stale table can never send a store outside dy (such a pair is skipped).
+      if (local >= 0 && local < p.capacity) {
+        dst_bits = reinterpret_cast<unsigned long long>(p.ws.dy + (static_cast<int64_t>(d) * p.capacity + local) * p.H);
+        drow_bits = reinterpret_cast<unsigned long long>(dout + static_cast<int64_t>(t) * p.H);
+        yrow_bits = reinterpret_cast<unsigned long long>(ys + (static_cast<int64_t>(t) * p.k + j) * p.H);
+        w_lane = __ldg(w + static_cast<int64_t>(t) * p.k + j);
       }
     }
+    const int32_t rows = min(32, pairs - base);
+#pragma unroll 1
+    for (int32_t r = 0; r < rows; ++r) {
+      uint16_t* dst = reinterpret_cast<uint16_t*>(__shfl_sync(0xffffffffu, dst_bits, r));
+      if (dst == nullptr) continue;  // uniform over the warp
+      const uint16_t* drow = reinterpret_cast<const uint16_t*>(__shfl_sync(0xffffffffu, drow_bits, r));
+      const uint16_t* yrow = reinterpret_cast<const uint16_t*>(__shfl_sync(0xffffffffu, yrow_bits, r));
+      const float wt = __shfl_sync(0xffffffffu, w_lane, r);
+      float partial = 0.0f;
+      // kDyBatch pieces of both rows loaded before their FMAs (one load in flight per lane left
+      // the copy latency-bound, as the forward's weighted sum was); the FMAs still run piece by
+      // piece in increasing column order, so the bits do not depend on the batch.
+      constexpr int kDyBatch = 2;
+#pragma unroll 1
+      for (int32_t c0 = static_cast<int32_t>(lane) * 8; c0 < p.H; c0 += 256 * kDyBatch) {
+        uint4 dv[kDyBatch], yv[kDyBatch];
 #pragma unroll
-    for (int off = 16; off > 0; off >>= 1) partial = partial + __shfl_xor_sync(0xffffffffu, partial, off);
-    if (lane == 0) bp.grad[s].d_topk_w[static_cast<int64_t>(t) * p.k + j] = partial;
+        for (int u = 0; u < kDyBatch; ++u) {
+          const int32_t c = c0 + 256 * u;
+          if (c < p.H) {
+            dv[u] = __ldg(reinterpret_cast<const uint4*>(drow + c));
+            yv[u] = __ldcg(reinterpret_cast<const uint4*>(yrow + c));
+          }
+        }
+#pragma unroll
+        for (int u = 0; u < kDyBatch; ++u) {
+          const int32_t c = c0 + 256 * u;
+          if (c >= p.H) break;
+          const uint16_t* dd = reinterpret_cast<const uint16_t*>(&dv[u]);
+          const uint16_t* yy = reinterpret_cast<const uint16_t*>(&yv[u]);
+          uint4 packed;
+          uint16_t* o = reinterpret_cast<uint16_t*>(&packed);
+#pragma unroll
+          for (int v = 0; v < 8; ++v) {
+            const float dvf = float_from_bf16_bits(dd[v]);
+            partial = fmaf(dvf, float_from_bf16_bits(yy[v]), partial);
+            o[v] = bf16_bits_from_float(wt * dvf);
+          }
+          *reinterpret_cast<uint4*>(dst + c) = packed;
+        }
+      }
+#pragma unroll
+      for (int off = 16; off > 0; off >>= 1) partial = partial + __shfl_xor_sync(0xffffffffu, partial, off);
+      if (lane == 0) d_topk_w[base + r] = partial;
+    }
   }
   fence_acq_rel_gpu();
   copy_barrier();

@@ -16,6 +16,7 @@
 #include "megakernel/gemm/epilogue.cuh"
 #include "megakernel/gemm/kernel.cuh"
 #include "megakernel/gemm/operand_layout.cuh"
+#include "megakernel/gemm/swiglu_batch.cuh"
 #include "megakernel/layer/tile_mainloop.cuh"
 #include "megakernel/ptx/tma.cuh"
 
@@ -94,11 +95,12 @@ DETMOE_DEVICE void consume_bwd_tile(int wg, const BwdTile& t, const Smem& smem, 
 
 // da's epilogue: with g, u the forward's saved bf16 h = [g | u] of the same rows and columns,
 // dh = [dg | du] = contract_dswiglu(g, u, da) rounded to bf16, da the fp32 accumulator (the
-// reference's formula on its fp32 da, so the elementwise step matches it bit for bit).
-// `cols`: F (or Fs); h rows have 2·cols elements, row r of the tile's rows at h + r·2·cols.
-// Accumulator register i of a thread holds row warp·16 + lane/4 + 8·((i/2) % 2) and column
-// 8·(i/4) + 2·(lane % 4) + i % 2 of its warpgroup's window (the wgmma fragment), so each pair
-// (i, i + 1) is one 4-byte load of g and one of u. du overwrites the accumulators (read once).
+// reference's formula on its fp32 da, so the elementwise step matches it bit for bit; in batches
+// of 8 with the branch-free reciprocal, gemm::dswiglu_batch). `cols`: F (or Fs); h rows have
+// 2·cols elements, row r of the tile's rows at h + r·2·cols. Accumulator register i of a thread
+// holds row warp·16 + lane/4 + 8·((i/2) % 2) and column 8·(i/4) + 2·(lane % 4) + i % 2 of its
+// warpgroup's window (the wgmma fragment), so each pair (i, i + 1) is one 4-byte load of g and
+// one of u; a batch's 8 loads are issued before its math. du overwrites the accumulators.
 struct DSwiGLUEpilogue {
   DETMOE_DEVICE static void apply(float (&acc)[Cfg::kAccumulators], const gemm::EpilogueTile& t, int32_t cols,
                                   const uint16_t* h, const CUtensorMap* map_dh, gemm::SlabStore& out) {
@@ -109,27 +111,30 @@ struct DSwiGLUEpilogue {
     for (int s = 0; s < 4; ++s) {
       const int32_t col = t.col0 + 64 * s;
       if (col >= cols || t.row >= t.row_end) break;  // uniform over the warpgroup
-      float dg[32];
-#pragma unroll
-      for (int q = 0; q < 16; ++q) {
-        const uint16_t* hr = (q & 1) ? h_hi : h_lo;
-        const int32_t c = col + 8 * (q >> 1) + 2 * static_cast<int32_t>(t.lane & 3u);
-        uint32_t g2 = 0, u2 = 0;
-        if (hr != nullptr) {
-          g2 = __ldcg(reinterpret_cast<const unsigned int*>(hr + c));
-          u2 = __ldcg(reinterpret_cast<const unsigned int*>(hr + cols + c));
-        }
-#pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          const float g = float_from_bf16_bits(static_cast<uint16_t>(e == 0 ? g2 & 0xffffu : g2 >> 16));
-          const float u = float_from_bf16_bits(static_cast<uint16_t>(e == 0 ? u2 & 0xffffu : u2 >> 16));
-          const DSwiGluGrad d = contract_dswiglu(g, u, acc[32 * s + 2 * q + e]);
-          dg[2 * q + e] = d.dg;
-          acc[32 * s + 2 * q + e] = d.du;
-        }
-      }
+      // dg goes straight into its slab, 8 elements per batch (one stmatrix.x4); du into the
+      // accumulators, stored from there next.
       out.store(map_dh, col, cols, t.row, t.row_end, [&](uint32_t slab) {
-        gemm::write_bf16_slab(slab, t.warp, t.lane, [&](int j) { return dg[j]; });
+        gemm::write_bf16_slab_batched(slab, t.warp, t.lane, [&](int b, float(&dg)[8]) {
+          uint32_t g2[4], u2[4];  // batch b: fragment registers 32s + 8b … + 7, pairs q = 4b … 4b + 3
+#pragma unroll
+          for (int qq = 0; qq < 4; ++qq) {
+            const int q = 4 * b + qq;
+            const uint16_t* hr = (q & 1) ? h_hi : h_lo;
+            const int32_t c = col + 8 * (q >> 1) + 2 * static_cast<int32_t>(t.lane & 3u);
+            g2[qq] = hr != nullptr ? __ldcg(reinterpret_cast<const unsigned int*>(hr + c)) : 0u;
+            u2[qq] = hr != nullptr ? __ldcg(reinterpret_cast<const unsigned int*>(hr + cols + c)) : 0u;
+          }
+          auto half = [](uint32_t v, int e) {
+            return float_from_bf16_bits(static_cast<uint16_t>(e == 0 ? v & 0xffffu : v >> 16));
+          };
+          const int i0 = 32 * s + 8 * b;
+          gemm::dswiglu_batch<8>([&](int j) { return half(g2[j / 2], j % 2); },
+                                 [&](int j) { return half(u2[j / 2], j % 2); }, [&](int j) { return acc[i0 + j]; },
+                                 [&](int j, float dgj, float duj) {
+                                   dg[j] = dgj;
+                                   acc[i0 + j] = duj;
+                                 });
+        });
       });
       out.store(map_dh, cols + col, 2 * cols, t.row, t.row_end, [&](uint32_t slab) {
         gemm::write_bf16_slab(slab, t.warp, t.lane, [&](int j) { return acc[32 * s + j]; });

@@ -35,12 +35,12 @@ enum class TaskKind : uint32_t {
   kSharedDgrad1 = 10,       // shared da = dout·Ws_down + dSwiGLU → dhs
   kDgrad1 = 11,             // da = dy·W_down + dSwiGLU → dh
   kSharedDgrad2 = 12,       // shared dx = dhs·Ws_gate_up
-  kWgradDown = 13,          // dW_down tile
-  kSharedWgradDown = 14,    // dWs_down tile
-  kDgrad2 = 15,             // dx = dh·W_gate_up, rows pushed to the source rank's dx slots
-  kWgradGateUp = 16,        // dW_gate_up tile
-  kSharedWgradGateUp = 17,  // dWs_gate_up tile
-  kDxSum = 18,              // index: the rank's token chunk of d_x
+  kDgrad2 = 13,             // dx = dh·W_gate_up, rows pushed to the source rank's dx slots
+  kDxSum = 14,              // index: the rank's token chunk of d_x
+  kWgradDown = 15,          // dW_down tile
+  kSharedWgradDown = 16,    // dWs_down tile
+  kWgradGateUp = 17,        // dW_gate_up tile
+  kSharedWgradGateUp = 18,  // dWs_gate_up tile
 };
 
 // Which counter a wait was on.

@@ -96,5 +96,69 @@ TEST(SwigluBatch, EqualsContractSwigluForEveryBf16GateOnBothPaths) {
   cudaFree(d_first);
 }
 
+// gemm::dswiglu_batch (the backward's da epilogue, batches of 8) against contract_dswiglu, bit for
+// bit, for every bf16 g, with u and da from a hash; the always-fast mutant must be caught.
+constexpr int kDBatch = 8;
+
+template <bool kMutant>
+__global__ void compare_dswiglu_batches(uint32_t rotate, unsigned long long* mismatches, uint32_t* first) {
+  const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= kGates / kDBatch) return;
+  auto g = [&](int j) { return __uint_as_float(((i * kDBatch + (j + rotate) % kDBatch) & 0xffffu) << 16); };
+  auto hashed = [&](int j, uint32_t salt) {
+    const uint32_t h = (i * kDBatch + static_cast<uint32_t>(j)) * 2654435761u + salt;
+    return __uint_as_float((0x3f00u + (h >> 24)) << 16) * ((h & 1u) ? -1.0f : 1.0f);  // ±[0.5, 2)
+  };
+  auto u = [&](int j) { return hashed(j, 0u); };
+  auto da = [&](int j) { return hashed(j, 0x9e3779b9u) * 0.37f; };
+  float dg[kDBatch], du[kDBatch];
+  if constexpr (kMutant) {
+    for (int j = 0; j < kDBatch; ++j) {
+      const float s = ptx::rcp_rn_fast(1.0f + expf(-g(j)));
+      dg[j] = ((da(j) * u(j)) * s) * fmaf(g(j), 1.0f - s, 1.0f);
+      du[j] = da(j) * (g(j) * s);
+    }
+  } else {
+    dswiglu_batch<kDBatch>(g, u, da, [&](int j, float a, float b) {
+      dg[j] = a;
+      du[j] = b;
+    });
+  }
+  for (int j = 0; j < kDBatch; ++j) {
+    const DSwiGluGrad want = contract_dswiglu(g(j), u(j), da(j));
+    const bool dg_ok = (isnan(want.dg) && isnan(dg[j])) || __float_as_uint(dg[j]) == __float_as_uint(want.dg);
+    const bool du_ok = (isnan(want.du) && isnan(du[j])) || __float_as_uint(du[j]) == __float_as_uint(want.du);
+    if (!dg_ok || !du_ok) {
+      if (atomicAdd(mismatches, 1ull) == 0) *first = __float_as_uint(g(j));
+    }
+  }
+}
+
+TEST(DSwigluBatch, EqualsContractDSwigluForEveryBf16GateOnBothPaths) {
+  DETMOE_REQUIRE_GPU();
+  unsigned long long* d_mismatches = nullptr;
+  uint32_t* d_first = nullptr;
+  ASSERT_EQ(cudaMalloc(&d_mismatches, sizeof *d_mismatches), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&d_first, sizeof *d_first), cudaSuccess);
+  auto run = [&](auto kernel, uint32_t rotate, uint32_t* first) {
+    unsigned long long mismatches = ~0ull;
+    EXPECT_EQ(cudaMemset(d_mismatches, 0, sizeof *d_mismatches), cudaSuccess);
+    kernel<<<kGates / kDBatch / 256, 256>>>(rotate, d_mismatches, d_first);
+    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    EXPECT_EQ(cudaMemcpy(&mismatches, d_mismatches, sizeof mismatches, cudaMemcpyDeviceToHost), cudaSuccess);
+    EXPECT_EQ(cudaMemcpy(first, d_first, sizeof *first, cudaMemcpyDeviceToHost), cudaSuccess);
+    return mismatches;
+  };
+  for (uint32_t rotate : {0u, 3u, 7u}) {
+    uint32_t first = 0;
+    EXPECT_EQ(run(compare_dswiglu_batches<false>, rotate, &first), 0u)
+        << "rotate " << rotate << ": first mismatch at g bits 0x" << std::hex << first;
+  }
+  uint32_t first = 0;
+  EXPECT_GT(run(compare_dswiglu_batches<true>, 0, &first), 0u) << "the always-fast mutant went unnoticed";
+  cudaFree(d_mismatches);
+  cudaFree(d_first);
+}
+
 }  // namespace
 }  // namespace detmoe::gemm
