@@ -7,12 +7,23 @@
 #include "detmoe/layer.h"
 #include "megakernel/host/layer_impl.h"
 #include "megakernel/host/layer_kernel.h"
+#include "megakernel/host/tensor_map.h"
 
 namespace detmoe {
 
 namespace {
 
 using mk::encode_bf16_map;
+
+// The weight-gradient output map: fp32 (boxes of 32 columns, the GEMM core's fp32 store) or bf16.
+Status encode_grad_map(CUtensorMap& out, void* p, int64_t rows, int64_t cols, bool fp32) {
+  if (!fp32) return encode_bf16_map(out, p, rows, cols, 64);
+  auto m = gemm::host::encode_ragged_map(
+      gemm::host::MatrixView{p, gemm::host::ElementType::kFP32, rows, cols, cols}, 32, 64);
+  if (!m.ok()) return m.status();
+  out = *m;
+  return Status::Ok();
+}
 
 }  // namespace
 
@@ -69,17 +80,20 @@ Status Layer::backward(const LayerBackwardArgs& args, cudaStream_t stream) {
           "differentiates the forward that ran last on this Layer",
           r, static_cast<const void*>(in.x), static_cast<const void*>(in.topk_idx), static_cast<const void*>(in.topk_w),
           static_cast<const void*>(fwd.x), static_cast<const void*>(fwd.topk_idx), static_cast<const void*>(fwd.topk_w)));
-    bp.grad[r] = mk::RankGradTensors{g.dout, out.d_x, out.d_topk_w, out.dw_down, out.dw_gate_up, out.dws_down,
-                                     out.dws_gate_up};
+    bp.grad[r] = mk::RankGradTensors{g.dout, out.d_x, out.d_topk_w};
     mk::RankGradMaps& gm = bp.grad_maps[r];
     DETMOE_RETURN_IF_ERROR(encode_bf16_map(gm.w_down_k, in.w_down, epr * H, F, 64));
     DETMOE_RETURN_IF_ERROR(encode_bf16_map(gm.w_gate_up_k, in.w_gate_up, epr * 2 * F, H, 64));
+    DETMOE_RETURN_IF_ERROR(encode_grad_map(gm.dw_down, out.dw_down, epr * H, F, fp32));
+    DETMOE_RETURN_IF_ERROR(encode_grad_map(gm.dw_gate_up, out.dw_gate_up, epr * 2 * F, H, fp32));
     if (Fs > 0) {
       DETMOE_RETURN_IF_ERROR(encode_bf16_map(gm.ws_down_k, in.ws_down, H, Fs, 64));
       DETMOE_RETURN_IF_ERROR(encode_bf16_map(gm.ws_gate_up_k, in.ws_gate_up, 2 * Fs, H, 64));
       DETMOE_RETURN_IF_ERROR(encode_bf16_map(gm.dout_rows, g.dout, T, H, 128));
       DETMOE_RETURN_IF_ERROR(encode_bf16_map(gm.dout_k, g.dout, T, H, 64));
       DETMOE_RETURN_IF_ERROR(encode_bf16_map(gm.x_k, in.x, T, H, 64));
+      DETMOE_RETURN_IF_ERROR(encode_grad_map(gm.dws_down, out.dws_down, H, Fs, fp32));
+      DETMOE_RETURN_IF_ERROR(encode_grad_map(gm.dws_gate_up, out.dws_gate_up, 2 * Fs, H, fp32));
     }
   }
   return mk::launch_backward_kernel(bp, m.grid, stream);

@@ -164,14 +164,11 @@ DETMOE_DEVICE void run_bwd_consumer(const BackwardParams& bp, const LaunchContex
           break;
         case BwdEpilogue::kStore: {
           gemm::KernelParams kp{};
-          kp.epilogue = static_cast<int32_t>(gemm::Epilogue::kStoreBF16);
+          kp.epilogue = g.store_kind;
           kp.out_cols = g.out_cols;
           gemm::StoreEpilogue::apply<Cfg>(acc, g.tile.k_blocks == 0, et, kp, g.map_c, nullptr, out);
           break;
         }
-        case BwdEpilogue::kGradStore:
-          DirectStoreEpilogue::apply(acc, g.tile.k_blocks == 0, et, g.out_cols, g.grad, bp.grad_fp32 != 0);
-          break;
       }
       pending_phase = task.phase;
       pending = g.done;

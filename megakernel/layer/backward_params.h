@@ -23,11 +23,6 @@ struct RankGradTensors {
   const uint16_t* dout;  // [T, H] bf16
   uint16_t* d_x;         // [T, H] bf16
   float* d_topk_w;       // [T, k] fp32
-  // Weight gradients, fp32 or bf16 (BackwardParams::grad_fp32), stored from registers.
-  void* dw_down;         // [E/P·H, F]
-  void* dw_gate_up;      // [E/P·2F, H]
-  void* dws_down;        // [H, Fs]
-  void* dws_gate_up;     // [2Fs, H]
 };
 
 // One rank's maps of the backward.
@@ -39,6 +34,10 @@ struct RankGradMaps {
   CUtensorMap dout_rows;     // [T, H] box 64 × 128: the shared da's A (Fs > 0)
   CUtensorMap dout_k;        // [T, H] box 64 × 64: dWs_down's A (Fs > 0)
   CUtensorMap x_k;           // [T, H] box 64 × 64: dWs_gate_up's B (Fs > 0)
+  CUtensorMap dw_down;       // [E/P·H, F] store: fp32 box 32 × 64 or bf16 box 64 × 64
+  CUtensorMap dw_gate_up;    // [E/P·2F, H]
+  CUtensorMap dws_down;      // [H, Fs] (Fs > 0)
+  CUtensorMap dws_gate_up;   // [2Fs, H] (Fs > 0)
 };
 
 struct BackwardParams {

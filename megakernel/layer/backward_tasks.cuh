@@ -144,16 +144,15 @@ class BackwardTaskList {
 enum class BwdEpilogue : int32_t {
   kDSwiGLU,    // da → dh = [dg | du] (TMA stores)
   kScatterDx,  // dx rows straight to their source rank's dx slots (the forward's combine scatter)
-  kStore,      // bf16 TMA store (the shared dx)
-  kGradStore,  // weight gradients: fp32 or bf16 straight from registers (DirectStoreEpilogue)
+  kStore,      // bf16 or fp32 TMA store (shared dx, weight gradients)
 };
 
 // One backward GEMM task: its loads, epilogue, dependency and signal.
 struct BwdGemmTask {
   BwdTile tile;
   BwdEpilogue epilogue;
+  int32_t store_kind;         // kStore: gemm::Epilogue::kStoreBF16 or kStoreFP32
   const CUtensorMap* map_c;   // kStore / kDSwiGLU target
-  void* grad;                 // kGradStore: the weight gradient, [rows, out_cols]
   const uint16_t* h;          // kDSwiGLU: the forward's [g | u] rows (indexed like the output rows)
   int32_t c_row, c_end;       // output rows (the warpgroup adds 64·wg)
   int32_t col0, out_cols;     // first output column; output columns (F, Fs, H, M's N)
@@ -177,6 +176,7 @@ DETMOE_DEVICE BwdGemmTask describe_bwd_task(const BackwardParams& bp, const BwdT
   const RankGradMaps& gm = bp.grad_maps[r];
   const int32_t epr = p.experts_per_rank;
   g.wait_rows = -1;
+  g.store_kind = static_cast<int32_t>(bp.grad_fp32 ? gemm::Epilogue::kStoreFP32 : gemm::Epilogue::kStoreBF16);
   switch (task.phase) {
     case BwdPhase::kDgrad1:
     case BwdPhase::kDgrad2: {
@@ -267,6 +267,7 @@ DETMOE_DEVICE BwdGemmTask describe_bwd_task(const BackwardParams& bp, const BwdT
         g.tile.b_cols = p.H;
         g.tile.k_blocks = 2 * p.Fs / Cfg::kBlockK;
         g.epilogue = BwdEpilogue::kStore;
+        g.store_kind = static_cast<int32_t>(gemm::Epilogue::kStoreBF16);
         g.map_c = &bp.dxs_store;
         g.out_cols = p.H;
         g.wait = ctr + p.counters.shared1_done + bc.m_block;
@@ -296,7 +297,7 @@ DETMOE_DEVICE BwdGemmTask describe_bwd_task(const BackwardParams& bp, const BwdT
       g.tile.a_cols = M;
       g.tile.b_col = nt * kBwdTileCols;
       g.tile.b_cols = N;
-      g.epilogue = BwdEpilogue::kGradStore;
+      g.epilogue = BwdEpilogue::kStore;
       g.c_row = el * M + mt * kBwdTileRows;
       g.c_end = (el + 1) * M;
       g.col0 = nt * kBwdTileCols;
@@ -315,14 +316,14 @@ DETMOE_DEVICE BwdGemmTask describe_bwd_task(const BackwardParams& bp, const BwdT
         if (down) {
           g.tile.map_a = &bp.dy_k;
           g.tile.map_b = &bp.act_k;
-          g.grad = bp.grad[r].dw_down;
+          g.map_c = &gm.dw_down;
           g.wait = ctr + p.counters.dispatch_ready + g.wait_index0;
           g.wait_rows = count;
           g.wait_kind = CounterKind::kDyReady;
         } else {
           g.tile.map_a = &bp.dh_k;
           g.tile.map_b = &bp.recv_k;
-          g.grad = bp.grad[r].dw_gate_up;
+          g.map_c = &gm.dw_gate_up;
           g.wait = ctr + p.counters.gemm1_done + g.wait_index0;
           g.wait_target = 2u * static_cast<uint32_t>(div_up(p.F, kBwdTileCols));
           g.wait_kind = CounterKind::kDgrad1Done;
@@ -336,7 +337,7 @@ DETMOE_DEVICE BwdGemmTask describe_bwd_task(const BackwardParams& bp, const BwdT
           g.tile.map_b = &bp.act_s_k;
           g.tile.b_row = r * p.T;
           g.tile.b_end = (r + 1) * p.T;
-          g.grad = bp.grad[r].dws_down;
+          g.map_c = &gm.dws_down;
         } else {
           g.tile.map_a = &bp.dhs_k;
           g.tile.a_row = r * p.T;
@@ -344,7 +345,7 @@ DETMOE_DEVICE BwdGemmTask describe_bwd_task(const BackwardParams& bp, const BwdT
           g.tile.map_b = &gm.x_k;  // rows [0, T) of the rank's x
           g.tile.b_row = 0;
           g.tile.b_end = p.T;
-          g.grad = bp.grad[r].dws_gate_up;
+          g.map_c = &gm.dws_gate_up;
           g.wait = ctr + p.counters.shared1_done;
           g.wait_count = p.token_mblocks;
           g.wait_index0 = 0;

@@ -143,35 +143,4 @@ struct DSwiGLUEpilogue {
   }
 };
 
-// A weight-gradient tile's epilogue: the accumulators stored straight from registers to global
-// memory (streaming stores, no staging slab). Nothing in the launch reads a weight gradient, so no
-// store is waited for: the warpgroup starts its next tile's mainloop while they drain. Through the
-// two staging slabs each fp32 tile waited for its 16 slab stores in turn (3.4–4.2 µs per tile on
-// the H200, over half of gpt-oss-120b's 6.9 µs mainloop at K = 512 rows). Each quad of lanes writes
-// 32 contiguous bytes of a row (fp32) or 16 (bf16). Register pair (2q, 2q + 1) is row
-// warp·16 + lane/4 + 8·(q % 2), columns 8·(q / 2) + 2·(lane % 4) + {0, 1} of the window.
-// `out`: the gradient's [rows, ld] matrix (fp32 or bf16); rows ≥ row_end and columns ≥ out_cols
-// are not stored; `zero`: the tile summed no rows (exact zeros).
-struct DirectStoreEpilogue {
-  DETMOE_DEVICE static void apply(const float (&acc)[Cfg::kAccumulators], bool zero, const gemm::EpilogueTile& t,
-                                  int32_t out_cols, void* out, bool fp32) {
-    const int32_t r0 = t.row + static_cast<int32_t>(t.warp * 16 + (t.lane >> 2));
-    const int32_t c0 = t.col0 + 2 * static_cast<int32_t>(t.lane & 3u);
-#pragma unroll
-    for (int q = 0; q < Cfg::kAccumulators / 2; ++q) {
-      const int32_t row = r0 + 8 * (q & 1), col = c0 + 8 * (q >> 1);
-      if (row >= t.row_end || col >= out_cols) continue;  // out_cols is even: the pair is in or out
-      const float v0 = zero ? 0.0f : acc[2 * q], v1 = zero ? 0.0f : acc[2 * q + 1];
-      const int64_t at = static_cast<int64_t>(row) * out_cols + col;
-      if (fp32) {
-        __stcs(reinterpret_cast<float2*>(static_cast<float*>(out) + at), make_float2(v0, v1));
-      } else {
-        __stcs(reinterpret_cast<unsigned int*>(static_cast<uint16_t*>(out) + at),
-               static_cast<unsigned int>(bf16_bits_from_float(v0)) |
-                   (static_cast<unsigned int>(bf16_bits_from_float(v1)) << 16));
-      }
-    }
-  }
-};
-
 }  // namespace detmoe::mk
