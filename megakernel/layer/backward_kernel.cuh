@@ -139,6 +139,8 @@ DETMOE_DEVICE void run_bwd_consumer(const BackwardParams& bp, const LaunchContex
       float acc[Cfg::kAccumulators];
 #pragma unroll
       for (int r = 0; r < Cfg::kAccumulators; ++r) acc[r] = 0.0f;
+      if (g.epilogue == BwdEpilogue::kDSwiGLU)
+        prefetch_h_tile(g.h, g.c_row + wg * Cfg::kWarpgroupRows, g.c_end, g.col0, g.out_cols);
       consume_bwd_tile(wg, g.tile, smem, pipe, st, acc);
       gemm::EpilogueTile et;
       et.row = g.c_row + wg * Cfg::kWarpgroupRows;

@@ -93,6 +93,21 @@ DETMOE_DEVICE void consume_bwd_tile(int wg, const BwdTile& t, const Smem& smem, 
   }
 }
 
+// Before da's mainloop: each consumer thread asks L2 for its share of the tile's saved g and u
+// (its warpgroup's 64 rows × 256 columns of each: 512 lines of 128 bytes, 4 per thread), so the
+// epilogue's loads hit L2 instead of waiting on HBM (h was written by the forward, long evicted).
+DETMOE_DEVICE void prefetch_h_tile(const uint16_t* h, int32_t row0, int32_t row_end, int32_t col0, int32_t cols) {
+  const uint32_t thread = threadIdx.x % 128;
+  const int32_t row = row0 + static_cast<int32_t>(thread / 2);
+  if (row >= row_end) return;
+  const uint16_t* base = h + static_cast<int64_t>(row) * 2 * cols + ((thread & 1u) ? cols : 0);
+#pragma unroll
+  for (int l = 0; l < 4; ++l) {
+    const int32_t c = col0 + 64 * l;
+    if (c < cols) asm volatile("prefetch.global.L2 [%0];" ::"l"(base + c));
+  }
+}
+
 // da's epilogue: with g, u the forward's saved bf16 h = [g | u] of the same rows and columns,
 // dh = [dg | du] = contract_dswiglu(g, u, da) rounded to bf16, da the fp32 accumulator (the
 // reference's formula on its fp32 da, so the elementwise step matches it bit for bit; in batches
@@ -112,24 +127,29 @@ struct DSwiGLUEpilogue {
       const int32_t col = t.col0 + 64 * s;
       if (col >= cols || t.row >= t.row_end) break;  // uniform over the warpgroup
       // dg goes straight into its slab, 8 elements per batch (one stmatrix.x4); du into the
-      // accumulators, stored from there next.
+      // accumulators, stored from there next. Batch b + 1's loads are issued before batch b's math
+      // (two buffers), so a slab costs ≈ 2 load round trips rather than 4.
+      uint32_t g2[2][4], u2[2][4];
+      auto load = [&](int b) {  // batch b: fragment registers 32s + 8b … + 7, pairs q = 4b … 4b + 3
+#pragma unroll
+        for (int qq = 0; qq < 4; ++qq) {
+          const int q = 4 * b + qq;
+          const uint16_t* hr = (q & 1) ? h_hi : h_lo;
+          const int32_t c = col + 8 * (q >> 1) + 2 * static_cast<int32_t>(t.lane & 3u);
+          g2[b & 1][qq] = hr != nullptr ? __ldcg(reinterpret_cast<const unsigned int*>(hr + c)) : 0u;
+          u2[b & 1][qq] = hr != nullptr ? __ldcg(reinterpret_cast<const unsigned int*>(hr + cols + c)) : 0u;
+        }
+      };
+      load(0);
       out.store(map_dh, col, cols, t.row, t.row_end, [&](uint32_t slab) {
         gemm::write_bf16_slab_batched(slab, t.warp, t.lane, [&](int b, float(&dg)[8]) {
-          uint32_t g2[4], u2[4];  // batch b: fragment registers 32s + 8b … + 7, pairs q = 4b … 4b + 3
-#pragma unroll
-          for (int qq = 0; qq < 4; ++qq) {
-            const int q = 4 * b + qq;
-            const uint16_t* hr = (q & 1) ? h_hi : h_lo;
-            const int32_t c = col + 8 * (q >> 1) + 2 * static_cast<int32_t>(t.lane & 3u);
-            g2[qq] = hr != nullptr ? __ldcg(reinterpret_cast<const unsigned int*>(hr + c)) : 0u;
-            u2[qq] = hr != nullptr ? __ldcg(reinterpret_cast<const unsigned int*>(hr + cols + c)) : 0u;
-          }
+          if (b + 1 < 4) load(b + 1);
           auto half = [](uint32_t v, int e) {
             return float_from_bf16_bits(static_cast<uint16_t>(e == 0 ? v & 0xffffu : v >> 16));
           };
           const int i0 = 32 * s + 8 * b;
-          gemm::dswiglu_batch<8>([&](int j) { return half(g2[j / 2], j % 2); },
-                                 [&](int j) { return half(u2[j / 2], j % 2); }, [&](int j) { return acc[i0 + j]; },
+          gemm::dswiglu_batch<8>([&](int j) { return half(g2[b & 1][j / 2], j % 2); },
+                                 [&](int j) { return half(u2[b & 1][j / 2], j % 2); }, [&](int j) { return acc[i0 + j]; },
                                  [&](int j, float dgj, float duj) {
                                    dg[j] = dgj;
                                    acc[i0 + j] = duj;
