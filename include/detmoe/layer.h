@@ -1,5 +1,5 @@
 // detmoe::Layer: the MoE layer run by the fused megakernel (sm_90a), one persistent cooperative
-// launch per forward: routing plan, dispatch, GEMM1 + SwiGLU, GEMM2, combine, weighted sum
+// launch per forward and one per backward: routing plan, dispatch, GEMM1 + SwiGLU, GEMM2, combine, weighted sum
 // (+ shared expert). docs/MEGAKERNEL.md describes the task graph; DESIGN.md §2–3 the contract.
 //
 // Ranks: this process drives every rank of the expert-parallel group on one GPU (loopback: P
@@ -78,10 +78,10 @@ struct LayerForwardArgs {
   std::span<const DeviceLayerOutputs> outputs;
 };
 
-// Backward arguments, decided now so the saved context is planned for; backward() itself is not
-// implemented yet (kNotImplemented). The layer keeps from the last forward: the plan, the
-// dispatched x rows (the dW_gate_up operand), h = [g | u] when LayerConfig::save_h (else it is
-// recomputed from x with the same bits), a (the dW_down operand) and y (for d_topk_w).
+// Backward arguments. The layer keeps from the last forward, in its workspace: the plan, the
+// dispatched x rows (the dW_gate_up operand), h = [g | u] (LayerConfig::save_h), a (the dW_down
+// operand) and y (for d_topk_w) — in the caller's y when the forward was given one, which must
+// then still hold it. docs/MEGAKERNEL.md "Backward".
 struct LayerBackwardArgs {
   std::span<const DeviceLayerInputs> inputs;    // the forward's inputs, unchanged
   std::span<const DeviceGradInputs> grads;      // dout per rank
@@ -105,7 +105,10 @@ class Layer {
   // One launch; asynchronous on `stream`. Host-side argument errors are returned here; device
   // faults by the next synchronize().
   Status forward(const LayerForwardArgs& args, cudaStream_t stream);
-  Status backward(const LayerBackwardArgs& args, cudaStream_t stream);  // kNotImplemented for now
+  // One launch: the backward of the last forward (same inputs, checked by pointer), asynchronous
+  // like forward(). Needs LayerConfig::save_h (else kNotImplemented: recomputing h is not built);
+  // refused before any forward, and after synchronize() reported a fault until a forward runs again.
+  Status backward(const LayerBackwardArgs& args, cudaStream_t stream);
 
   // Waits for `stream`, then reports (and clears) the first device fault since the last call.
   Status synchronize(cudaStream_t stream);
