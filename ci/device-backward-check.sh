@@ -3,13 +3,13 @@
 # GPU tests, the forward's (regression), compute-sanitizer on small backward cases, and a
 # fwd+bwd bench beside the reference. Logs under $OUT; each stage has its own time limit, so a
 # hang costs that stage, not the call.
-#   STAGES="build bwd gemm named fwd golden fuzz sanitize bench" (default: all)  BENCH_SHAPES=qwen3-30b-a3b,...  TIMED=20
+#   STAGES="build bwd gemm named property fwd bench golden fuzz sanitize" (default: all)  BENCH_SHAPES=qwen3-30b-a3b,...  TIMED=20
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source ci/device-env.sh
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
-STAGES=${STAGES:-build bwd gemm named fwd golden fuzz sanitize bench}
+STAGES=${STAGES:-build bwd gemm named property fwd bench golden fuzz sanitize}
 B=build-device
 T=$B/tests/megakernel/detmoe_layer_test
 stage() { [[ " $STAGES " == *" $1 "* ]]; }
@@ -26,13 +26,17 @@ if stage build; then
   run build 400 ci/device-build.sh $B detmoe_layer_test detmoe_gemm_test detmoe_perf_layer detmoe reference_fuzz_test || { tail -40 "$OUT/build.log"; exit 1; }
 fi
 if stage bwd; then
-  run bwd-tests "${BWD_LIMIT:-300}" $T --gtest_filter="${BWD_FILTER:-*Backward*-*NamedShapes*}"
+  run bwd-tests "${BWD_LIMIT:-300}" $T --gtest_filter="${BWD_FILTER:-*Backward*-*NamedShapes*:*Property*}"
 fi
 if stage gemm; then  # the epilogue math helpers, exhaustively over bf16 gates
   run gemm-tests 120 $B/tests/megakernel/detmoe_gemm_test --gtest_filter="${GEMM_FILTER:-*Swiglu*:PtxRcp*}"
 fi
 if stage named; then  # the named shapes vs the fp64 oracle (host-bound) and vs the reference
   run bwd-named "${NAMED_LIMIT:-300}" $T --gtest_filter="MegakernelBackwardNamedShapes.*"
+fi
+if stage property; then  # 300 rapidcheck problems each, forward and forward + backward vs the reference
+  run property "${PROPERTY_LIMIT:-300}" $T --gtest_filter="MegakernelProperty.*:MegakernelBackwardProperty.*"
+  grep -E "OK, passed|Falsifiable|Gave up" "$OUT/property.log" | head -5
 fi
 if stage fwd; then
   run fwd-tests "${FWD_LIMIT:-300}" $T --gtest_filter="${FWD_FILTER:-Megakernel*:Small/MegakernelVsReference.*-*Backward*:MegakernelProperty.*}"

@@ -2,7 +2,8 @@
 // s ∈ [0, 3], hot expert, all-to-one, empty experts), k = 1..16, T = 1..65536 (mostly small),
 // E = 1..512, loopback P ∈ {1, 2, 4}, shared expert on/off. Each case: the megakernel within
 // tolerance of the GPU reference, every output written, and a rerun on a different SM count
-// bitwise equal (D1). Both implementations run through the seam (ProblemSession).
+// bitwise equal (D1); forward only, and forward + backward. Both implementations run through the
+// seam (ProblemSession).
 #include <gtest/gtest.h>
 #include <rapidcheck.h>
 #include <rapidcheck/gtest.h>
@@ -73,6 +74,36 @@ TEST(MegakernelProperty, RandomProblemsMatchReferenceAndAreScheduleInvariant) {
     LayerConfig fewer;
     fewer.num_sms = static_cast<int32_t>(std::max<int64_t>(c.shape.P, 1 + static_cast<int64_t>(c.seed % 40)));
     auto again = testing::run_impl("megakernel", c.shape, r, c.seed, fewer);
+    RC_ASSERT(again.ok());
+    RC_ASSERT(testing::bitwise_equal(*again, *got));
+  });
+  EXPECT_TRUE(ok);
+}
+
+// The same problems through forward + backward (issue 18): every gradient within tolerance of the
+// reference's, everything written, and a rerun with fewer SMs and drawn comm/overlap knobs bitwise
+// equal (D1), in fp32 or bf16 weight gradients. Problems whose weight gradients exceed 2·10⁷
+// elements per rank are discarded (they are downloaded and compared on the host).
+TEST(MegakernelBackwardProperty, RandomProblemsMatchReferenceAndAreScheduleInvariant) {
+  DETMOE_REQUIRE_GPU();
+  const bool ok = rc::check("megakernel forward + backward vs reference, D1", [] {
+    const GeneratedCase c = *gen_case();
+    RC_PRE(c.shape.E * c.shape.H * c.shape.F <= 20'000'000);
+    RC_TAG(c.routing);
+    LayerConfig config;
+    config.grad_precision = *rc::gen::element(GradPrecision::kFP32, GradPrecision::kBF16);
+    const Routing r = testing::make_routing(c.shape, c.routing, c.seed);
+    auto got = testing::run_impl("megakernel", c.shape, r, c.seed, config, true);
+    RC_ASSERT(got.ok());
+    RC_ASSERT(testing::all_written(*got));
+    auto ref = testing::run_impl("reference", c.shape, r, c.seed, config, true);
+    RC_ASSERT(ref.ok());
+    RC_ASSERT(testing::within_tolerance(*got, *ref));
+    LayerConfig knobs = config;
+    knobs.num_sms = static_cast<int32_t>(std::max<int64_t>(c.shape.P, 1 + static_cast<int64_t>(c.seed % 40)));
+    knobs.comm_sms = static_cast<int32_t>(c.seed % 3 == 0 ? 0 : c.seed % 7);
+    knobs.overlap_rows = static_cast<int32_t>(128 * (c.seed % 5));
+    auto again = testing::run_impl("megakernel", c.shape, r, c.seed, knobs, true);
     RC_ASSERT(again.ok());
     RC_ASSERT(testing::bitwise_equal(*again, *got));
   });
