@@ -1,7 +1,5 @@
 // The one translation unit that instantiates the fused backward kernel (one instantiation).
-#include <cuda_runtime.h>
-
-#include "detmoe/cuda_status.h"
+#include "megakernel/host/cooperative_launch.cuh"
 #include "megakernel/host/layer_kernel.h"
 #include "megakernel/layer/backward_kernel.cuh"
 
@@ -10,26 +8,11 @@ namespace detmoe::mk {
 static_assert(sizeof(BackwardParams) <= 32764, "BackwardParams exceeds the kernel parameter limit");
 
 Status configure_backward_kernel(int* blocks_per_sm) {
-  constexpr int kSmem = Smem::kDynamicBytes;
-  DETMOE_CUDA_RETURN(cudaFuncSetAttribute(layer_backward_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
-  DETMOE_CUDA_RETURN(
-      cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks_per_sm, layer_backward_kernel, Cfg::kThreads, kSmem));
-  return Status::Ok();
+  return configure_layer_kernel(layer_backward_kernel, blocks_per_sm);
 }
 
 Status launch_backward_kernel(const BackwardParams& params, int grid, cudaStream_t stream) {
-  cudaLaunchConfig_t launch{};
-  launch.gridDim = dim3(static_cast<unsigned>(grid));
-  launch.blockDim = dim3(Cfg::kThreads);
-  launch.dynamicSmemBytes = Smem::kDynamicBytes;
-  launch.stream = stream;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeCooperative;
-  attr[0].val.cooperative = 1;
-  launch.attrs = attr;
-  launch.numAttrs = 1;
-  DETMOE_CUDA_RETURN(cudaLaunchKernelEx(&launch, layer_backward_kernel, params));
-  return Status::Ok();
+  return launch_layer_kernel(layer_backward_kernel, params, grid, stream);
 }
 
 }  // namespace detmoe::mk

@@ -54,6 +54,25 @@ __global__ void compare_batches(uint32_t rotate, unsigned long long* mismatches,
   }
 }
 
+// Launches `kernel` (rotate, mismatches, first) over `blocks` blocks of 256 threads and returns its
+// mismatch count; *first gets the first mismatching gate's bits.
+template <class Kernel>
+unsigned long long count_mismatches(Kernel kernel, unsigned blocks, uint32_t rotate, uint32_t* first) {
+  unsigned long long* d_mismatches = nullptr;
+  uint32_t* d_first = nullptr;
+  unsigned long long mismatches = ~0ull;
+  EXPECT_EQ(cudaMalloc(&d_mismatches, sizeof *d_mismatches), cudaSuccess);
+  EXPECT_EQ(cudaMalloc(&d_first, sizeof *d_first), cudaSuccess);
+  EXPECT_EQ(cudaMemset(d_mismatches, 0, sizeof *d_mismatches), cudaSuccess);
+  kernel<<<blocks, 256>>>(rotate, d_mismatches, d_first);
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  EXPECT_EQ(cudaMemcpy(&mismatches, d_mismatches, sizeof mismatches, cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_EQ(cudaMemcpy(first, d_first, sizeof *first, cudaMemcpyDeviceToHost), cudaSuccess);
+  cudaFree(d_mismatches);
+  cudaFree(d_first);
+  return mismatches;
+}
+
 TEST(SwigluBatch, EqualsContractSwigluForEveryBf16GateOnBothPaths) {
   // Batches the fast path must refuse: any gate NaN or below −87 (1 + e^−g ≥ 2^126).
   int slow_batches = 0;
@@ -70,18 +89,8 @@ TEST(SwigluBatch, EqualsContractSwigluForEveryBf16GateOnBothPaths) {
   ASSERT_LT(slow_batches, static_cast<int>(kGates / kBatch) - 100);
   DETMOE_REQUIRE_GPU();
 
-  unsigned long long* d_mismatches = nullptr;
-  uint32_t* d_first = nullptr;
-  ASSERT_EQ(cudaMalloc(&d_mismatches, sizeof *d_mismatches), cudaSuccess);
-  ASSERT_EQ(cudaMalloc(&d_first, sizeof *d_first), cudaSuccess);
-  auto run = [&](auto kernel, uint32_t rotate, uint32_t* first) {
-    unsigned long long mismatches = ~0ull;
-    EXPECT_EQ(cudaMemset(d_mismatches, 0, sizeof *d_mismatches), cudaSuccess);
-    kernel<<<kGates / kBatch / 256, 256>>>(rotate, d_mismatches, d_first);
-    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-    EXPECT_EQ(cudaMemcpy(&mismatches, d_mismatches, sizeof mismatches, cudaMemcpyDeviceToHost), cudaSuccess);
-    EXPECT_EQ(cudaMemcpy(first, d_first, sizeof *first, cudaMemcpyDeviceToHost), cudaSuccess);
-    return mismatches;
+  auto run = [](auto kernel, uint32_t rotate, uint32_t* first) {
+    return count_mismatches(kernel, kGates / kBatch / 256, rotate, first);
   };
   // Rotating the batch changes where the slow elements sit in it.
   for (uint32_t rotate : {0u, 5u, 15u}) {
@@ -92,8 +101,6 @@ TEST(SwigluBatch, EqualsContractSwigluForEveryBf16GateOnBothPaths) {
   // The comparison has teeth: without the fallback the gates ≤ −87.5 come out wrong.
   uint32_t first = 0;
   EXPECT_GT(run(compare_batches<true>, 0, &first), 0u) << "the always-fast mutant went unnoticed";
-  cudaFree(d_mismatches);
-  cudaFree(d_first);
 }
 
 // gemm::dswiglu_batch (the backward's da epilogue, batches of 8) against contract_dswiglu, bit for
@@ -136,18 +143,8 @@ __global__ void compare_dswiglu_batches(uint32_t rotate, unsigned long long* mis
 
 TEST(DSwigluBatch, EqualsContractDSwigluForEveryBf16GateOnBothPaths) {
   DETMOE_REQUIRE_GPU();
-  unsigned long long* d_mismatches = nullptr;
-  uint32_t* d_first = nullptr;
-  ASSERT_EQ(cudaMalloc(&d_mismatches, sizeof *d_mismatches), cudaSuccess);
-  ASSERT_EQ(cudaMalloc(&d_first, sizeof *d_first), cudaSuccess);
-  auto run = [&](auto kernel, uint32_t rotate, uint32_t* first) {
-    unsigned long long mismatches = ~0ull;
-    EXPECT_EQ(cudaMemset(d_mismatches, 0, sizeof *d_mismatches), cudaSuccess);
-    kernel<<<kGates / kDBatch / 256, 256>>>(rotate, d_mismatches, d_first);
-    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-    EXPECT_EQ(cudaMemcpy(&mismatches, d_mismatches, sizeof mismatches, cudaMemcpyDeviceToHost), cudaSuccess);
-    EXPECT_EQ(cudaMemcpy(first, d_first, sizeof *first, cudaMemcpyDeviceToHost), cudaSuccess);
-    return mismatches;
+  auto run = [](auto kernel, uint32_t rotate, uint32_t* first) {
+    return count_mismatches(kernel, kGates / kDBatch / 256, rotate, first);
   };
   for (uint32_t rotate : {0u, 3u, 7u}) {
     uint32_t first = 0;
@@ -156,8 +153,6 @@ TEST(DSwigluBatch, EqualsContractDSwigluForEveryBf16GateOnBothPaths) {
   }
   uint32_t first = 0;
   EXPECT_GT(run(compare_dswiglu_batches<true>, 0, &first), 0u) << "the always-fast mutant went unnoticed";
-  cudaFree(d_mismatches);
-  cudaFree(d_first);
 }
 
 }  // namespace
