@@ -50,12 +50,7 @@ struct DxSlotRow {
 // plan and saved rows may be incomplete, so the backward runs no task and synchronize() reports
 // the forward's fault.
 DETMOE_DEVICE bool backward_start(const LayerParams& p, const LaunchContext& ctx, int* flag) {
-  if (blockIdx.x == 0 && threadIdx.x < 2 * p.P) p.ws.tickets[threadIdx.x] = 0;
-  const int64_t words = static_cast<int64_t>(p.P) * p.counters.per_rank;
-  const unsigned long long stamp = static_cast<unsigned long long>(ctx.epoch) << 32;
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < words;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
-    p.ws.counters[i] = stamp;
+  stamp_counters(p, ctx.epoch);
   if (!grid_barrier(ctx, p.ws.barriers + 0, 0, flag)) return false;
   __syncthreads();  // every thread has read the barrier's flag before thread 0 reuses it
   if (threadIdx.x == 0) *flag = ld_relaxed_u64(&ctx.error->state) == 0 ? 1 : 0;

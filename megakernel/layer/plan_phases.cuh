@@ -171,17 +171,7 @@ DETMOE_DEVICE bool run_plan(const LayerParams& p, const LaunchContext& ctx, int*
   const int global_warp = blockIdx.x * kPlanWarps + warp;
   const int warps = gridDim.x * kPlanWarps;
   const int32_t chunks = p.P * p.chunks_per_rank;
-  // The task tickets of this launch start at 0; nobody takes one before the last barrier.
-  if (blockIdx.x == 0 && threadIdx.x < 2 * p.P) p.ws.tickets[threadIdx.x] = 0;
-  // Every dependency counter of every rank starts this launch at (epoch << 32) | 0, so tasks
-  // signal with a plain red.add (signal_stamped). Nobody signals or waits on them before the
-  // last barrier; the barriers order these stores before both. The stamp also clears any
-  // count an aborted earlier launch left, and a waiter still checks the epoch.
-  const int64_t words = static_cast<int64_t>(p.P) * p.counters.per_rank;
-  const unsigned long long stamp = static_cast<unsigned long long>(ctx.epoch) << 32;
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < words;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
-    p.ws.counters[i] = stamp;
+  stamp_counters(p, ctx.epoch);  // tickets and task counters; nobody uses them before the last barrier
   for (int32_t c = global_warp; c < chunks; c += warps) plan_count_chunk(p, c, scratch + warp * p.E);
   if (!grid_barrier(ctx, p.ws.barriers + 0, 0, flag)) return false;
   if (blockIdx.x == 0 && threadIdx.x == 0) report_bad_input(p, ctx);

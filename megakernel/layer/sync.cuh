@@ -139,6 +139,20 @@ DETMOE_DEVICE bool grid_barrier(const LaunchContext& ctx, unsigned long long* ba
   return *flag != 0;
 }
 
+// A launch's first step, every thread of every CTA, before a grid barrier: the task tickets at 0
+// and every dependency counter of every rank at (epoch << 32) | 0, so tasks signal with a plain
+// red.add (signal_stamped). Nobody signals or waits on them before the barrier, which orders these
+// stores before both. The stamp also clears any count an aborted earlier launch left, and a
+// waiter still checks the epoch.
+DETMOE_DEVICE void stamp_counters(const LayerParams& p, uint32_t epoch) {
+  if (blockIdx.x == 0 && threadIdx.x < 2 * p.P) p.ws.tickets[threadIdx.x] = 0;
+  const int64_t words = static_cast<int64_t>(p.P) * p.counters.per_rank;
+  const unsigned long long stamp = static_cast<unsigned long long>(epoch) << 32;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < words;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
+    p.ws.counters[i] = stamp;
+}
+
 // The last CTA to finish advances the epoch (every CTA read it at its start) and clears the
 // plan's bad-input key for the next launch.
 DETMOE_DEVICE void finish_launch(const LayerParams& p, uint32_t epoch) {
