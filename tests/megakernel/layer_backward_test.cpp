@@ -168,35 +168,13 @@ TEST(MegakernelBackwardD3, PermutingTokensPermutesDxAndDTopkW) {
   ASSERT_TRUE(c.ok()) << c.status().to_string();
   auto base = (*c)->run(true);
   ASSERT_TRUE(base.ok()) << base.status().to_string();
-  std::vector<int64_t> perm(s.T);
-  std::iota(perm.begin(), perm.end(), 0);
-  std::reverse(perm.begin(), perm.end());
-  std::rotate(perm.begin(), perm.begin() + 77, perm.end());
+  const std::vector<int64_t> perm = testing::token_permutation(s.T);
   DeviceProblem& problem = (*c)->problem();
-  DeviceLayerInputs in = problem.inputs()[0];
-  DeviceGradInputs gin = problem.grad_inputs()[0];
-  const int64_t H = s.H, k = s.k;
-  uint16_t *x = nullptr, *dout = nullptr;
-  int32_t* idx = nullptr;
-  float* w = nullptr;
-  ASSERT_EQ(cudaMalloc(&x, s.T * H * 2), cudaSuccess);
-  ASSERT_EQ(cudaMalloc(&dout, s.T * H * 2), cudaSuccess);
-  ASSERT_EQ(cudaMalloc(&idx, s.T * k * 4), cudaSuccess);
-  ASSERT_EQ(cudaMalloc(&w, s.T * k * 4), cudaSuccess);
-  for (int64_t t = 0; t < s.T; ++t) {  // new token t is old token perm[t]
-    ASSERT_EQ(cudaMemcpy(x + t * H, in.x + perm[t] * H, H * 2, cudaMemcpyDeviceToDevice), cudaSuccess);
-    ASSERT_EQ(cudaMemcpy(dout + t * H, gin.dout + perm[t] * H, H * 2, cudaMemcpyDeviceToDevice), cudaSuccess);
-    ASSERT_EQ(cudaMemcpy(idx + t * k, in.topk_idx + perm[t] * k, k * 4, cudaMemcpyDeviceToDevice), cudaSuccess);
-    ASSERT_EQ(cudaMemcpy(w + t * k, in.topk_w + perm[t] * k, k * 4, cudaMemcpyDeviceToDevice), cudaSuccess);
-  }
-  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);  // the layer's stream does not wait for these copies
-  in.x = x;
-  in.topk_idx = idx;
-  in.topk_w = w;
-  gin.dout = dout;
+  const testing::PermutedTokens permuted_tokens(problem, s, perm);
+  ASSERT_TRUE(permuted_tokens.status().ok()) << permuted_tokens.status().to_string();
   ASSERT_TRUE(problem.poison_outputs().ok());
-  const DeviceLayerInputs ins[1] = {in};
-  const DeviceGradInputs gins[1] = {gin};
+  const DeviceLayerInputs ins[1] = {permuted_tokens.inputs()};
+  const DeviceGradInputs gins[1] = {permuted_tokens.grads()};
   Layer& layer = (*c)->layer();
   ASSERT_TRUE(layer.forward({ins, problem.outputs()}, (*c)->stream()).ok());
   ASSERT_TRUE(layer.backward({ins, gins, problem.grad_outputs()}, (*c)->stream()).ok());
@@ -208,16 +186,8 @@ TEST(MegakernelBackwardD3, PermutingTokensPermutesDxAndDTopkW) {
     const NamedTensor* a = find_tensor(*permuted, name);
     const NamedTensor* b = find_tensor(*base, name);
     ASSERT_TRUE(a != nullptr && b != nullptr) << name;
-    const size_t row = a->bytes.size() / s.T;
-    int64_t bad = 0;
-    for (int64_t t = 0; t < s.T; ++t)
-      bad += std::memcmp(a->bytes.data() + t * row, b->bytes.data() + perm[t] * row, row) != 0;
-    EXPECT_EQ(bad, 0) << name << ": rows that differ from their token's unpermuted row";
+    EXPECT_EQ(testing::rows_not_permuted(*a, *b, perm), 0) << name << ": rows that differ from their token's unpermuted row";
   }
-  cudaFree(x);
-  cudaFree(dout);
-  cudaFree(idx);
-  cudaFree(w);
 }
 
 // A token subset (the first 256 tokens, same data and routing rows) reproduces its d_x and

@@ -112,33 +112,12 @@ TEST(MegakernelD3, PermutingTokensPermutesOutputs) {
   ASSERT_TRUE(c.ok()) << c.status().to_string();
   auto base = (*c)->run();
   ASSERT_TRUE(base.ok()) << base.status().to_string();
-  std::vector<int64_t> perm(s.T);
-  std::iota(perm.begin(), perm.end(), 0);
-  std::reverse(perm.begin(), perm.end());
-  std::rotate(perm.begin(), perm.begin() + 77, perm.end());
-  DeviceLayerInputs in = (*c)->problem().inputs()[0];
-  const int64_t H = s.H, k = s.k;
-  uint16_t* x = nullptr;
-  int32_t* idx = nullptr;
-  float* w = nullptr;
-  ASSERT_EQ(cudaMalloc(&x, s.T * H * 2), cudaSuccess);
-  ASSERT_EQ(cudaMalloc(&idx, s.T * k * 4), cudaSuccess);
-  ASSERT_EQ(cudaMalloc(&w, s.T * k * 4), cudaSuccess);
-  for (int64_t t = 0; t < s.T; ++t) {  // new token t is old token perm[t]
-    ASSERT_EQ(cudaMemcpy(x + t * H, in.x + perm[t] * H, H * 2, cudaMemcpyDeviceToDevice), cudaSuccess);
-    ASSERT_EQ(cudaMemcpy(idx + t * k, in.topk_idx + perm[t] * k, k * 4, cudaMemcpyDeviceToDevice), cudaSuccess);
-    ASSERT_EQ(cudaMemcpy(w + t * k, in.topk_w + perm[t] * k, k * 4, cudaMemcpyDeviceToDevice), cudaSuccess);
-  }
-  // A device-to-device cudaMemcpy returns before the copy is done, and the layer's stream does not
-  // wait for the legacy stream: without this the kernel could read half-copied routing (it did,
-  // under ctest -j4 on the H200: "topk_idx[489,1] = 0 … repeats an earlier slot").
-  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-  in.x = x;
-  in.topk_idx = idx;
-  in.topk_w = w;
+  const std::vector<int64_t> perm = testing::token_permutation(s.T);
+  const testing::PermutedTokens permuted_tokens((*c)->problem(), s, perm);
+  ASSERT_TRUE(permuted_tokens.status().ok()) << permuted_tokens.status().to_string();
   DeviceProblem& problem = (*c)->problem();
   ASSERT_TRUE(problem.poison_outputs().ok());
-  const DeviceLayerInputs ins[1] = {in};
+  const DeviceLayerInputs ins[1] = {permuted_tokens.inputs()};
   ASSERT_TRUE((*c)->layer().forward({ins, problem.outputs()}, (*c)->stream()).ok());
   const Status st = (*c)->layer().synchronize((*c)->stream());
   ASSERT_TRUE(st.ok()) << st.to_string();
@@ -148,15 +127,8 @@ TEST(MegakernelD3, PermutingTokensPermutesOutputs) {
     const NamedTensor* a = find_tensor(*permuted, name);
     const NamedTensor* b = find_tensor(*base, name);
     ASSERT_TRUE(a != nullptr && b != nullptr);
-    const size_t row = a->bytes.size() / s.T;
-    int64_t bad = 0;
-    for (int64_t t = 0; t < s.T; ++t)
-      bad += std::memcmp(a->bytes.data() + t * row, b->bytes.data() + perm[t] * row, row) != 0;
-    EXPECT_EQ(bad, 0) << name << ": rows that differ from their token's unpermuted row";
+    EXPECT_EQ(testing::rows_not_permuted(*a, *b, perm), 0) << name << ": rows that differ from their token's unpermuted row";
   }
-  cudaFree(x);
-  cudaFree(idx);
-  cudaFree(w);
 }
 
 TEST(MegakernelGraph, TenReplaysGiveTheEagerBits) {

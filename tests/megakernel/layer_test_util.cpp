@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <cstring>
 
 #include "detmoe/numeric.h"
@@ -97,6 +99,60 @@ std::vector<NamedTensor> run_megakernel_once(const Shape& s, const Routing& r, u
   auto out = (*c)->run(backward);
   EXPECT_TRUE(out.ok()) << out.status().to_string();
   return out.ok() ? *out : std::vector<NamedTensor>{};
+}
+
+std::vector<int64_t> token_permutation(int64_t T) {
+  std::vector<int64_t> perm(static_cast<size_t>(T));
+  std::iota(perm.begin(), perm.end(), 0);
+  std::reverse(perm.begin(), perm.end());
+  std::rotate(perm.begin(), perm.begin() + std::min<int64_t>(77, T), perm.end());
+  return perm;
+}
+
+PermutedTokens::PermutedTokens(const DeviceProblem& problem, const Shape& s, const std::vector<int64_t>& perm)
+    : in_(problem.inputs()[0]), grad_(problem.grad_inputs()[0]) {
+  const int64_t T = s.T, H = s.H, k = s.k;
+  const size_t rows = static_cast<size_t>(T * H * 2), ids = static_cast<size_t>(T * k * 4);
+  if (cudaMalloc(&memory_, 2 * rows + 2 * ids) != cudaSuccess) {
+    status_ = Status(ErrorCode::kCudaError, "cudaMalloc of the permuted tokens failed");
+    return;
+  }
+  auto* x = static_cast<uint16_t*>(memory_);
+  auto* dout = x + T * H;
+  auto* idx = reinterpret_cast<int32_t*>(dout + T * H);
+  auto* w = reinterpret_cast<float*>(idx + T * k);
+  bool ok = true;
+  for (int64_t t = 0; t < T && ok; ++t) {
+    const int64_t from = perm[static_cast<size_t>(t)];
+    ok = cudaMemcpy(x + t * H, in_.x + from * H, H * 2, cudaMemcpyDeviceToDevice) == cudaSuccess &&
+         cudaMemcpy(dout + t * H, grad_.dout + from * H, H * 2, cudaMemcpyDeviceToDevice) == cudaSuccess &&
+         cudaMemcpy(idx + t * k, in_.topk_idx + from * k, k * 4, cudaMemcpyDeviceToDevice) == cudaSuccess &&
+         cudaMemcpy(w + t * k, in_.topk_w + from * k, k * 4, cudaMemcpyDeviceToDevice) == cudaSuccess;
+  }
+  // A device-to-device cudaMemcpy returns before the copy is done, and the layer's stream does not
+  // wait for the legacy stream: without this the kernel could read half-copied routing (it did,
+  // under ctest -j4 on the H200: "topk_idx[489,1] = 0 … repeats an earlier slot").
+  ok = ok && cudaDeviceSynchronize() == cudaSuccess;
+  if (!ok) {
+    status_ = Status(ErrorCode::kCudaError, "copying the permuted tokens failed");
+    return;
+  }
+  in_.x = x;
+  in_.topk_idx = idx;
+  in_.topk_w = w;
+  grad_.dout = dout;
+}
+
+PermutedTokens::~PermutedTokens() {
+  if (memory_ != nullptr) cudaFree(memory_);
+}
+
+int64_t rows_not_permuted(const NamedTensor& permuted, const NamedTensor& base, const std::vector<int64_t>& perm) {
+  const size_t T = perm.size(), row = permuted.bytes.size() / T;
+  int64_t bad = 0;
+  for (size_t t = 0; t < T; ++t)
+    bad += std::memcmp(permuted.bytes.data() + t * row, base.bytes.data() + static_cast<size_t>(perm[t]) * row, row) != 0;
+  return bad;
 }
 
 NamedTensor host_combine(const Shape& shape, const Routing& routing, const NamedTensor& y) {

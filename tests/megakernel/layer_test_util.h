@@ -56,6 +56,31 @@ class MegakernelCase {
 std::vector<NamedTensor> run_megakernel_once(const Shape& s, const Routing& r, uint64_t seed, LayerConfig config = {},
                                              bool backward = false);
 
+// D3's permutation of T tokens: reversed, then rotated by 77.
+std::vector<int64_t> token_permutation(int64_t T);
+
+// Rank 0's x, routing and dout with new token t taken from old token perm[t], as device copies
+// that live as long as this object (P = 1); inputs()/grads() are the problem's with them in.
+class PermutedTokens {
+ public:
+  PermutedTokens(const DeviceProblem& problem, const Shape& shape, const std::vector<int64_t>& perm);
+  ~PermutedTokens();
+  PermutedTokens(const PermutedTokens&) = delete;
+  PermutedTokens& operator=(const PermutedTokens&) = delete;
+  const Status& status() const { return status_; }
+  const DeviceLayerInputs& inputs() const { return in_; }
+  const DeviceGradInputs& grads() const { return grad_; }
+
+ private:
+  Status status_;
+  DeviceLayerInputs in_;
+  DeviceGradInputs grad_;
+  void* memory_ = nullptr;
+};
+
+// Rows t of `permuted` that differ from row perm[t] of `base` (both with perm.size() rows).
+int64_t rows_not_permuted(const NamedTensor& permuted, const NamedTensor& base, const std::vector<int64_t>& perm);
+
 // out[t] = bf16(Σ_j fma(w[t,j], y[t,j]) + 0) on the host from a run's own y (Fs = 0): the
 // combine's contract order, which the megakernel must reproduce bit for bit.
 NamedTensor host_combine(const Shape& shape, const Routing& routing, const NamedTensor& y);
