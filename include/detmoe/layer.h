@@ -108,6 +108,8 @@ class Layer {
   // One launch: the backward of the last forward (same inputs, checked by pointer), asynchronous
   // like forward(). Needs LayerConfig::save_h (else kNotImplemented: recomputing h is not built);
   // refused before any forward, and after synchronize() reported a fault until a forward runs again.
+  // The first backward allocates the backward's buffers (LayerSizes::backward_bytes), so it cannot
+  // be captured in a CUDA graph; later ones can.
   Status backward(const LayerBackwardArgs& args, cudaStream_t stream);
 
   // Waits for `stream`, then reports (and clears) the first device fault since the last call.

@@ -3,6 +3,8 @@
 // it needs that forward's inputs (checked by pointer) and LayerConfig::save_h.
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "detmoe/cuda_status.h"
 #include "detmoe/layer.h"
 #include "megakernel/host/layer_impl.h"
@@ -28,7 +30,7 @@ Status encode_grad_map(CUtensorMap& out, void* p, int64_t rows, int64_t cols, bo
 }  // namespace
 
 Status Layer::backward(const LayerBackwardArgs& args, cudaStream_t stream) {
-  const Impl& m = *impl_;
+  Impl& m = *impl_;
   const Shape& sh = m.shape;
   const int64_t P = sh.P;
   if (static_cast<int64_t>(args.inputs.size()) != P || static_cast<int64_t>(args.grads.size()) != P ||
@@ -44,8 +46,27 @@ Status Layer::backward(const LayerBackwardArgs& args, cudaStream_t stream) {
             "megakernel backward with LayerConfig::save_h = false (recomputing h inside the backward) is not built "
             "yet; use save_h = true"};
 
+  if (m.backward_memory == nullptr) {
+    // The first backward allocates the backward's buffers (a forward-only Layer never holds
+    // them). cudaMalloc is not a stream operation: refused while the stream is being captured.
+    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+    DETMOE_CUDA_RETURN(cudaStreamIsCapturing(stream, &capture));
+    if (capture != cudaStreamCaptureStatusNone)
+      return invalid_argument(fmt::format(
+          "backward: the Layer's first backward allocates its {:.2f} GB of backward buffers and cannot be captured "
+          "in a CUDA graph; run one backward before capturing",
+          static_cast<double>(m.sizes.backward_bytes) / 1e9));
+    DETMOE_CUDA_RETURN(cudaMalloc(&m.backward_memory, static_cast<size_t>(std::max<int64_t>(m.sizes.backward_bytes, 256))));
+    mk::layout_backward_workspace(reinterpret_cast<uintptr_t>(m.backward_memory), m.sizes, m.ws);
+  }
+
   mk::BackwardParams bp{};
   bp.f = m.last_forward;
+  // The backward's buffers (the forward's parameters were built before they existed).
+  bp.f.ws.dy = m.ws.dy;
+  bp.f.ws.dh = m.ws.dh;
+  bp.f.ws.dx_slots = m.ws.dx_slots;
+  bp.f.ws.dhs = m.ws.dhs;
   bp.f.force_timeout_task = m.options.hooks.force_timeout_task >= 0
                                 ? static_cast<unsigned long long>(m.options.hooks.force_timeout_task)
                                 : ~0ull;

@@ -19,6 +19,7 @@ struct Layer::Impl {
   mk::LayerSizes sizes;
   int grid = 0;
   void* memory = nullptr;
+  void* backward_memory = nullptr;  // the backward's buffers, allocated at the first backward
   mk::Workspace ws{};
 
   unsigned long long* trace = nullptr;  // [grid, trace_tasks_per_cta, 4] when tracing
@@ -32,6 +33,7 @@ struct Layer::Impl {
 
   ~Impl() {
     if (memory != nullptr) cudaFree(memory);
+    if (backward_memory != nullptr) cudaFree(backward_memory);
     if (trace != nullptr) cudaFree(trace);
     if (trace_count != nullptr) cudaFree(trace_count);
   }

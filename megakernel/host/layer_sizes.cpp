@@ -77,6 +77,8 @@ StatusOr<LayerSizes> layer_sizes(const Shape& shape, const LayerConfig& config, 
   z.dhs = Fs > 0 ? P * T * 2 * Fs : 0;
   z.chunk_cells = P * z.chunks_per_rank * shape.E;
   z.workspace_bytes = layout_workspace(0, shape, z).total_bytes;
+  Workspace backward{};
+  z.backward_bytes = layout_backward_workspace(0, z, backward);
   return z;
 }
 
@@ -137,12 +139,17 @@ WorkspaceLayout layout_workspace(uintptr_t base, const Shape& shape, const Layer
   ws.act_s = c.take<uint16_t>(z.act_s);
   ws.s = c.take<uint16_t>(z.s);
   ws.hs = c.take<uint16_t>(z.hs);
+  out.total_bytes = c.used();
+  return out;
+}
+
+int64_t layout_backward_workspace(uintptr_t base, const LayerSizes& z, Workspace& ws) {
+  Carver c(base);
   ws.dy = c.take<uint16_t>(z.dy);
   ws.dh = c.take<uint16_t>(z.dh);
   ws.dx_slots = c.take<uint16_t>(z.dx_slots);
   ws.dhs = c.take<uint16_t>(z.dhs);
-  out.total_bytes = c.used();
-  return out;
+  return c.used();
 }
 
 std::string describe_task(uint64_t id, int32_t plan_chunk_tokens) {

@@ -27,7 +27,8 @@ struct LayerSizes {
   int64_t counter_words = 0;  // u64
   int64_t chunk_cells = 0;    // int32: P·chunks_per_rank·E
   int64_t rows = 0;           // P·T·k
-  int64_t workspace_bytes = 0;  // everything above, each buffer rounded to 256 bytes
+  int64_t workspace_bytes = 0;  // the forward's buffers (all of the above but the backward's), rounded to 256 bytes
+  int64_t backward_bytes = 0;   // dy, dh, dx_slots, dhs: allocated at a Layer's first backward
 };
 
 // Checks that the megakernel can run this problem (beyond validate(config, shape)): bf16,
@@ -61,6 +62,11 @@ struct WorkspaceLayout {
   int64_t total_bytes = 0;
 };
 WorkspaceLayout layout_workspace(uintptr_t base, const Shape& shape, const LayerSizes& sizes);
+
+// The backward's own buffers (Workspace::dy, dh, dx_slots, dhs) carved from `base`, a second
+// allocation of LayerSizes::backward_bytes made at the Layer's first backward, so a forward-only
+// Layer never holds them (1.2–2.4 GB on the DESIGN.md shapes). Sets those four fields of `ws`.
+int64_t layout_backward_workspace(uintptr_t base, const LayerSizes& sizes, Workspace& ws);
 
 // "GEMM1 tile 7 of rank 1" etc.; plan_chunk_tokens places a dispatch chunk's tokens.
 std::string describe_task(uint64_t task_id, int32_t plan_chunk_tokens);

@@ -228,6 +228,25 @@ TEST(MegakernelBackwardGraph, ForwardAndBackwardReplaysGiveTheEagerBits) {
   for (const auto& got : *replays) EXPECT_TRUE(bitwise_equal(got, *eager));
 }
 
+// The first backward allocates the backward's buffers, so it cannot be captured: refused with a
+// message that says what to do, and a backward run eagerly first makes the capture work (above).
+TEST(MegakernelBackwardGraph, AFirstBackwardUnderCaptureIsRefused) {
+  DETMOE_REQUIRE_GPU();
+  const Shape s{300, 256, 128, 8, 2, 1, 0};
+  auto c = MegakernelCase::create(s, make_routing(s, "balanced", 60), 60);
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  auto replays = (*c)->run_graph(1, true);
+  ASSERT_FALSE(replays.ok());
+  EXPECT_EQ(replays.status().code(), ErrorCode::kInvalidArgument) << replays.status().to_string();
+  EXPECT_NE(replays.status().message().find("run one backward before capturing"), std::string::npos)
+      << replays.status().to_string();
+  auto eager = (*c)->run(true);
+  ASSERT_TRUE(eager.ok()) << eager.status().to_string();
+  auto again = (*c)->run_graph(2, true);
+  ASSERT_TRUE(again.ok()) << again.status().to_string();
+  for (const auto& got : *again) EXPECT_TRUE(bitwise_equal(got, *eager));
+}
+
 // A forced timeout in a backward GEMM task is reported by the next synchronize() naming that
 // task; the next forward + backward on the same Layer runs normally.
 TEST(MegakernelBackwardFaults, ForcedTimeoutNamesTheBackwardTask) {

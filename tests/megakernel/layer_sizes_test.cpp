@@ -51,6 +51,40 @@ TEST(LayerSizes, WorstCaseCapacityAndDisjointCounters) {
   EXPECT_GT(z->workspace_bytes, 2 * (z->recv + z->act + z->h + z->slots + z->act_s + z->s));
 }
 
+// The backward's buffers are a second allocation made at the first backward: sized by the same
+// carve, aligned, disjoint, inside it — and not part of the forward's workspace.
+TEST(LayerSizes, BackwardBuffersAreTheirOwnAllocation) {
+  for (const Shape& s : {Shape{1000, 256, 192, 16, 4, 2, 64}, small_shape(), Shape{1, 64, 64, 1, 1, 1, 0}}) {
+    auto z = layer_sizes(s, {}, 17);
+    ASSERT_TRUE(z.ok()) << z.status().to_string();
+    EXPECT_EQ(z->dy, s.P * z->capacity * s.H);
+    EXPECT_EQ(z->dh, s.P * z->capacity * 2 * s.F);
+    EXPECT_EQ(z->dx_slots, s.P * s.T * s.k * s.H);
+    EXPECT_EQ(z->dhs, s.Fs > 0 ? s.P * s.T * 2 * s.Fs : 0);
+    const uintptr_t base = uintptr_t{1} << 40;
+    const WorkspaceLayout forward = layout_workspace(base, s, *z);
+    EXPECT_EQ(forward.ws.dy, nullptr);
+    EXPECT_EQ(forward.ws.dx_slots, nullptr);
+    EXPECT_LT(z->workspace_bytes, 2 * (z->recv + z->act + z->h + z->slots + z->act_s + z->s + z->hs) + (int64_t{1} << 20));
+    Workspace w{};
+    EXPECT_EQ(layout_backward_workspace(base, *z, w), z->backward_bytes);
+    struct Piece { const void* p; int64_t bytes; };
+    const Piece pieces[] = {{w.dy, 2 * z->dy}, {w.dh, 2 * z->dh}, {w.dx_slots, 2 * z->dx_slots}, {w.dhs, 2 * z->dhs}};
+    uintptr_t end = base;
+    for (const Piece& q : pieces) {
+      if (q.bytes == 0) {
+        EXPECT_EQ(q.p, nullptr);
+        continue;
+      }
+      const auto at = reinterpret_cast<uintptr_t>(q.p);
+      EXPECT_EQ(at % 256, 0u);
+      EXPECT_GE(at, end);
+      end = at + static_cast<uintptr_t>(q.bytes);
+    }
+    EXPECT_LE(end, base + static_cast<uintptr_t>(z->backward_bytes));
+  }
+}
+
 TEST(LayerSizes, UserCapacityAndNoSavedH) {
   LayerConfig c;
   c.recv_capacity_rows = 77;
