@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <initializer_list>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -51,6 +53,27 @@ TEST(LayerSizes, WorstCaseCapacityAndDisjointCounters) {
   EXPECT_GT(z->workspace_bytes, 2 * (z->recv + z->act + z->h + z->slots + z->act_s + z->s));
 }
 
+struct Piece {
+  const void* p;
+  int64_t bytes;
+};
+
+// Every piece 256-byte aligned, in order without overlap, inside [base, base + total); empty ones null.
+void expect_pieces_aligned_disjoint_inside(std::initializer_list<Piece> pieces, uintptr_t base, int64_t total) {
+  uintptr_t end = base;
+  for (const Piece& q : pieces) {
+    if (q.bytes == 0) {
+      EXPECT_EQ(q.p, nullptr);
+      continue;
+    }
+    const auto at = reinterpret_cast<uintptr_t>(q.p);
+    EXPECT_EQ(at % 256, 0u);
+    EXPECT_GE(at, end);  // in order, no overlap
+    end = at + static_cast<uintptr_t>(q.bytes);
+  }
+  EXPECT_LE(end, base + static_cast<uintptr_t>(total));
+}
+
 // The backward's buffers are a second allocation made at the first backward: sized by the same
 // carve, aligned, disjoint, inside it — and not part of the forward's workspace.
 TEST(LayerSizes, BackwardBuffersAreTheirOwnAllocation) {
@@ -68,20 +91,9 @@ TEST(LayerSizes, BackwardBuffersAreTheirOwnAllocation) {
     EXPECT_LT(z->workspace_bytes, 2 * (z->recv + z->act + z->h + z->slots + z->act_s + z->s + z->hs) + (int64_t{1} << 20));
     Workspace w{};
     EXPECT_EQ(layout_backward_workspace(base, *z, w), z->backward_bytes);
-    struct Piece { const void* p; int64_t bytes; };
-    const Piece pieces[] = {{w.dy, 2 * z->dy}, {w.dh, 2 * z->dh}, {w.dx_slots, 2 * z->dx_slots}, {w.dhs, 2 * z->dhs}};
-    uintptr_t end = base;
-    for (const Piece& q : pieces) {
-      if (q.bytes == 0) {
-        EXPECT_EQ(q.p, nullptr);
-        continue;
-      }
-      const auto at = reinterpret_cast<uintptr_t>(q.p);
-      EXPECT_EQ(at % 256, 0u);
-      EXPECT_GE(at, end);
-      end = at + static_cast<uintptr_t>(q.bytes);
-    }
-    EXPECT_LE(end, base + static_cast<uintptr_t>(z->backward_bytes));
+    expect_pieces_aligned_disjoint_inside(
+        {{w.dy, 2 * z->dy}, {w.dh, 2 * z->dh}, {w.dx_slots, 2 * z->dx_slots}, {w.dhs, 2 * z->dhs}}, base,
+        z->backward_bytes);
   }
 }
 
@@ -111,26 +123,14 @@ TEST(LayerSizes, WorkspacePiecesAreAlignedDisjointAndInside) {
       const WorkspaceLayout L = layout_workspace(base, s, *z);
       EXPECT_EQ(L.total_bytes, z->workspace_bytes);
       const Workspace& w = L.ws;
-      struct Piece { const void* p; int64_t bytes; };
-      const Piece pieces[] = {
-          {w.launch_state, 8}, {w.bad_key, 8}, {w.barriers, 8 * kPlanBarriers}, {w.error, sizeof(DeviceErrorRecord)},
-          {w.counters, 8 * z->counter_words}, {w.chunk_base, 4 * z->chunk_cells}, {w.expert_count, 4 * s.E},
-          {w.expert_offset, 4 * (s.E + 1)}, {w.mblock_offset, 4 * (s.E + 1)}, {w.rank_row_begin, 4 * (s.P + 1)},
-          {w.slot_row, 4 * z->rows}, {w.row_token, 4 * z->rows}, {w.row_slot, 4 * z->rows}, {w.recv, 2 * z->recv},
-          {w.act, 2 * z->act}, {w.h, 2 * z->h}, {w.slots, 2 * z->slots},
-          {w.act_s, 2 * z->act_s}, {w.s, 2 * z->s}};
-      uintptr_t end = base;
-      for (const Piece& q : pieces) {
-        if (q.bytes == 0) {
-          EXPECT_EQ(q.p, nullptr);
-          continue;
-        }
-        const auto at = reinterpret_cast<uintptr_t>(q.p);
-        EXPECT_EQ(at % 256, 0u);
-        EXPECT_GE(at, end);  // in order, no overlap
-        end = at + static_cast<uintptr_t>(q.bytes);
-      }
-      EXPECT_LE(end, base + static_cast<uintptr_t>(L.total_bytes));
+      expect_pieces_aligned_disjoint_inside(
+          {{w.launch_state, 8}, {w.bad_key, 8}, {w.barriers, 8 * kPlanBarriers}, {w.error, sizeof(DeviceErrorRecord)},
+           {w.counters, 8 * z->counter_words}, {w.chunk_base, 4 * z->chunk_cells}, {w.expert_count, 4 * s.E},
+           {w.expert_offset, 4 * (s.E + 1)}, {w.mblock_offset, 4 * (s.E + 1)}, {w.rank_row_begin, 4 * (s.P + 1)},
+           {w.slot_row, 4 * z->rows}, {w.row_token, 4 * z->rows}, {w.row_slot, 4 * z->rows}, {w.recv, 2 * z->recv},
+           {w.act, 2 * z->act}, {w.h, 2 * z->h}, {w.slots, 2 * z->slots}, {w.act_s, 2 * z->act_s}, {w.s, 2 * z->s},
+           {w.hs, 2 * z->hs}},
+          base, L.total_bytes);
       EXPECT_EQ(reinterpret_cast<uintptr_t>(w.chunk_base), base + static_cast<uintptr_t>(L.control_bytes));
     }
   }
