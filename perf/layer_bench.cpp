@@ -445,9 +445,8 @@ int main(int argc, char** argv) {
         for (const Variant& v : variants)
           for (bool backward : {false, true}) {
             if (backward && !layer_session_has_backward(impl)) continue;
-            // The megakernel's backward needs the saved h (recomputing it is not built): a
-            // --no-save-h variant is timed forward only rather than failing the whole run.
-            if (backward && impl == "megakernel" && !v.save_h) continue;
+            // A backward that needs the saved h: a --no-save-h variant is timed forward only.
+            if (backward && !v.save_h && layer_session_backward_needs_saved_h(impl)) continue;
             const std::string name = impl + "/" + shape + "/" + routing + "/" + (backward ? "fwd+bwd" : "fwd") +
                                      variant_suffix(v) + (backward && o.bf16_grads ? "/bf16-grads" : "");
             benchmark::RegisterBenchmark(name.c_str(), bench_layer, impl, shape, routing, backward, v, o.seed, name)

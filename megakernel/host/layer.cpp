@@ -35,13 +35,7 @@ Status encode_bf16_map(CUtensorMap& out, const void* p, int64_t rows, int64_t co
 
 }  // namespace mk
 
-namespace {
-
-Status encode(CUtensorMap& out, const void* p, int64_t rows, int64_t cols, int box_rows) {
-  return mk::encode_bf16_map(out, p, rows, cols, box_rows);
-}
-
-}  // namespace
+using mk::encode_bf16_map;
 
 Layer::Layer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Layer::~Layer() = default;
@@ -145,15 +139,15 @@ Status Layer::forward(const LayerForwardArgs& args, cudaStream_t stream) {
   p.trace_capacity = m.options.trace_tasks_per_cta;
 
   const int64_t rows = sh.P * z.capacity, epr = sh.experts_per_rank();
-  DETMOE_RETURN_IF_ERROR(encode(p.recv_load, m.ws.recv, rows, sh.H, 128));
-  DETMOE_RETURN_IF_ERROR(encode(p.act_store, m.ws.act, rows, sh.F, 64));
-  DETMOE_RETURN_IF_ERROR(encode(p.act_load, m.ws.act, rows, sh.F, 128));
-  if (m.ws.h != nullptr) DETMOE_RETURN_IF_ERROR(encode(p.h_store, m.ws.h, rows, 2 * sh.F, 64));
+  DETMOE_RETURN_IF_ERROR(encode_bf16_map(p.recv_load, m.ws.recv, rows, sh.H, 128));
+  DETMOE_RETURN_IF_ERROR(encode_bf16_map(p.act_store, m.ws.act, rows, sh.F, 64));
+  DETMOE_RETURN_IF_ERROR(encode_bf16_map(p.act_load, m.ws.act, rows, sh.F, 128));
+  if (m.ws.h != nullptr) DETMOE_RETURN_IF_ERROR(encode_bf16_map(p.h_store, m.ws.h, rows, 2 * sh.F, 64));
   if (sh.Fs > 0) {
-    DETMOE_RETURN_IF_ERROR(encode(p.act_s_store, m.ws.act_s, sh.P * sh.T, sh.Fs, 64));
-    DETMOE_RETURN_IF_ERROR(encode(p.act_s_load, m.ws.act_s, sh.P * sh.T, sh.Fs, 128));
-    DETMOE_RETURN_IF_ERROR(encode(p.s_store, m.ws.s, sh.P * sh.T, sh.H, 64));
-    if (m.ws.hs != nullptr) DETMOE_RETURN_IF_ERROR(encode(p.hs_store, m.ws.hs, sh.P * sh.T, 2 * sh.Fs, 64));
+    DETMOE_RETURN_IF_ERROR(encode_bf16_map(p.act_s_store, m.ws.act_s, sh.P * sh.T, sh.Fs, 64));
+    DETMOE_RETURN_IF_ERROR(encode_bf16_map(p.act_s_load, m.ws.act_s, sh.P * sh.T, sh.Fs, 128));
+    DETMOE_RETURN_IF_ERROR(encode_bf16_map(p.s_store, m.ws.s, sh.P * sh.T, sh.H, 64));
+    if (m.ws.hs != nullptr) DETMOE_RETURN_IF_ERROR(encode_bf16_map(p.hs_store, m.ws.hs, sh.P * sh.T, 2 * sh.Fs, 64));
   }
   for (int r = 0; r < sh.P; ++r) {
     const DeviceLayerInputs& in = args.inputs[r];
@@ -162,12 +156,12 @@ Status Layer::forward(const LayerForwardArgs& args, cudaStream_t stream) {
     DETMOE_RETURN_IF_ERROR(validate_device_outputs(sh, out, r));
     p.rank[r] = mk::RankTensors{in.x, in.topk_idx, in.topk_w, out.out, out.y};
     mk::RankMaps& rm = p.rank_maps[r];
-    DETMOE_RETURN_IF_ERROR(encode(rm.x, in.x, sh.T, sh.H, 128));
-    DETMOE_RETURN_IF_ERROR(encode(rm.w_gate_up, in.w_gate_up, epr * 2 * sh.F, sh.H, 128));
-    DETMOE_RETURN_IF_ERROR(encode(rm.w_down, in.w_down, epr * sh.H, sh.F, 256));
+    DETMOE_RETURN_IF_ERROR(encode_bf16_map(rm.x, in.x, sh.T, sh.H, 128));
+    DETMOE_RETURN_IF_ERROR(encode_bf16_map(rm.w_gate_up, in.w_gate_up, epr * 2 * sh.F, sh.H, 128));
+    DETMOE_RETURN_IF_ERROR(encode_bf16_map(rm.w_down, in.w_down, epr * sh.H, sh.F, 256));
     if (sh.Fs > 0) {
-      DETMOE_RETURN_IF_ERROR(encode(rm.ws_gate_up, in.ws_gate_up, 2 * sh.Fs, sh.H, 128));
-      DETMOE_RETURN_IF_ERROR(encode(rm.ws_down, in.ws_down, sh.H, sh.Fs, 256));
+      DETMOE_RETURN_IF_ERROR(encode_bf16_map(rm.ws_gate_up, in.ws_gate_up, 2 * sh.Fs, sh.H, 128));
+      DETMOE_RETURN_IF_ERROR(encode_bf16_map(rm.ws_down, in.ws_down, sh.H, sh.Fs, 256));
     }
   }
 
@@ -220,7 +214,7 @@ StatusOr<std::vector<LayerTaskTrace>> Layer::downloaded_trace() const {
     for (int64_t i = 0; i < std::min<int64_t>(counts[c], cap); ++i) {
       const unsigned long long* r = records.data() + (c * cap + i) * 4;
       LayerTaskTrace t{c, r[0], static_cast<int64_t>(r[1]), static_cast<int64_t>(r[2])};
-      if (mk::task_kind(t.task) == mk::TaskKind::kPlan || mk::task_kind(t.task) == mk::TaskKind::kBackwardStart)
+      if (mk::starts_launch(mk::task_kind(t.task)))
         t.sm_cycles = static_cast<int64_t>(r[3]);
       else if (r[3] != 0) {
         t.mainloop_end_ns = t.start_ns + static_cast<int64_t>((r[3] >> 32) & 0x0fffffffull);

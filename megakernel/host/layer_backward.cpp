@@ -61,15 +61,12 @@ Status Layer::backward(const LayerBackwardArgs& args, cudaStream_t stream) {
   }
 
   mk::BackwardParams bp{};
-  bp.f = m.last_forward;
+  bp.f = m.last_forward;  // sizes, plan, maps, hooks and rank tensors of the forward it differentiates
   // The backward's buffers (the forward's parameters were built before they existed).
   bp.f.ws.dy = m.ws.dy;
   bp.f.ws.dh = m.ws.dh;
   bp.f.ws.dx_slots = m.ws.dx_slots;
   bp.f.ws.dhs = m.ws.dhs;
-  bp.f.force_timeout_task = m.options.hooks.force_timeout_task >= 0
-                                ? static_cast<unsigned long long>(m.options.hooks.force_timeout_task)
-                                : ~0ull;
   const bool fp32 = m.config.grad_precision == GradPrecision::kFP32;
   bp.grad_fp32 = fp32 ? 1 : 0;
   const mk::Workspace& ws = m.ws;

@@ -67,7 +67,7 @@ TraceSummary summarize_trace(const std::vector<LayerTaskTrace>& trace) {
       ++f.tasks;
     }
     const auto c = static_cast<size_t>(r.cta);
-    if (task_kind(r.task) == TaskKind::kPlan || task_kind(r.task) == TaskKind::kBackwardStart) {
+    if (starts_launch(task_kind(r.task))) {
       cta_start[c] = r.start_ns;
       cta_cycles[c] = r.sm_cycles;
     }

@@ -62,6 +62,9 @@ enum class CounterKind : uint32_t {
 inline constexpr uint64_t make_task_id(TaskKind kind, uint32_t rank, uint32_t index) {
   return (static_cast<uint64_t>(kind) << 40) | (static_cast<uint64_t>(rank & 0xffu) << 32) | index;
 }
+// The record every CTA writes first in a launch (the forward's plan, the backward's start): its
+// aux word is the CTA's SM cycles over the launch (trace.cuh TaskTracer::finish).
+inline constexpr bool starts_launch(TaskKind kind) { return kind == TaskKind::kPlan || kind == TaskKind::kBackwardStart; }
 inline constexpr TaskKind task_kind(uint64_t id) { return static_cast<TaskKind>(id >> 40); }
 inline constexpr uint32_t task_rank(uint64_t id) { return static_cast<uint32_t>(id >> 32) & 0xffu; }
 inline constexpr uint32_t task_index(uint64_t id) { return static_cast<uint32_t>(id); }

@@ -34,6 +34,13 @@ TEST(LayerSession, KnowsTheTwoImplementations) {
   EXPECT_EQ(layer_session_impls(), (std::vector<std::string>{"reference", "megakernel"}));
 }
 
+TEST(LayerSession, SaysWhichBackwardNeedsTheSavedH) {
+  EXPECT_TRUE(layer_session_has_backward("megakernel"));
+  EXPECT_TRUE(layer_session_backward_needs_saved_h("megakernel"));
+  EXPECT_FALSE(layer_session_backward_needs_saved_h("reference"));
+  EXPECT_FALSE(layer_session_backward_needs_saved_h("fused-v2"));
+}
+
 TEST(LayerSession, AnUnknownImplementationIsNamedWithTheKnownOnes) {
   auto s = make_layer_session("fused-v2", small_shape(), {}, std::make_shared<FakeNcclExchange>());
   ASSERT_FALSE(s.ok());
