@@ -8,6 +8,8 @@
 # each. AB_REPRO: a custom shape run once per tree with `detmoe verify --impl megakernel
 # --forward-only --no-oracle`, the first tree's under compute-sanitizer memcheck when AB_MEMCHECK=1.
 # AB_TESTS: a gtest filter run with the first tree's detmoe_layer_test before the timing.
+# AB_TARGETS: what each tree builds (default: detmoe detmoe_perf_layer detmoe_layer_test); the
+# first tree always builds detmoe_layer_test too when AB_TESTS is set.
 # AB_NCU=shape: one launch of that shape per tree under ncu (duration, DRAM bytes, L2 hit rate).
 # The logs go to a scratch folder and come back as one archive, $OUT/ab-logs.tgz (the device tool
 # returns at most 8 files), beside $OUT/ab-summary.txt (this script's output).
@@ -23,20 +25,23 @@ trees=${AB_TREES:?}
 jobs=$(( $(nproc) / $(echo "$trees" | wc -w) ))
 builds=()
 deps=$PWD/.devdeps
+first=${trees%% *}
 for spec in $trees; do
   name=${spec%%=*}; dir=${spec#*=}
+  targets=${AB_TARGETS:-detmoe detmoe_perf_layer detmoe_layer_test}
+  [ -n "${AB_TESTS:-}" ] && [ "$spec" = "$first" ] && targets="$targets detmoe_layer_test"
   ( ln -sfn "$deps" "$dir/.devdeps"
     cd "$dir" && source ci/device-env.sh &&
       cmake -S . -B build-ab -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$deps/usr" \
         -DCMAKE_LIBRARY_PATH="$deps/usr/lib/x86_64-linux-gnu" -DNCCL_ROOT="$DETMOE_NCCL_ROOT" >/dev/null &&
-      ninja -C build-ab -j"$jobs" detmoe detmoe_perf_layer detmoe_layer_test >"$OUT/build-$name.log" 2>&1
+      ninja -C build-ab -j"$jobs" $targets >"$OUT/build-$name.log" 2>&1
     echo "build $name exit $?" ) &
   builds+=($!)
 done
 # Wait for the builds by pid: a bare `wait` also waits for the tee of the process substitution
 # above, which never ends (it hung a device call until its limit).
 wait "${builds[@]}"
-first=${trees%% *}; source "${first#*=}/ci/device-env.sh"
+source "${first#*=}/ci/device-env.sh"
 for spec in $trees; do
   name=${spec%%=*}; dir=${spec#*=}
   [ -n "${AB_REPRO:-}" ] || break

@@ -480,8 +480,6 @@ DETMOE_DEVICE void dy_dispatch(const BackwardParams& bp, const LaunchContext& ct
 DETMOE_DEVICE void dx_sum(const BackwardParams& bp, const LaunchContext& ctx, const BwdTask& task, int32_t s) {
   const LayerParams& p = bp.f;
   const int tid = static_cast<int>(threadIdx.x) - 128;
-  const int warp = tid / 32;
-  const uint32_t lane = ptx::lane_id();
   const int32_t t0 = task.index * kSumChunkTokens;
   const int32_t n = min(kSumChunkTokens, p.T - t0);
   bool ok = true;
@@ -498,43 +496,69 @@ DETMOE_DEVICE void dx_sum(const BackwardParams& bp, const LaunchContext& ctx, co
   }
   if (!copy_barrier_and(ok)) return;
   uint16_t* d_x = bp.grad[s].d_x;
+  // The chunk's n·H/8 pieces (8 columns of one token's row) are dealt to all 256 threads,
+  // kSumPieces per thread per pass, and each thread loads kSumBatch slots of all its pieces
+  // before their adds: 16 loads of 16 bytes in flight per thread, as the forward's weighted sum.
+  // (One token per warp with two slots in flight: 336 µs per 32-token deepseek-v3 task, its
+  // wait included, docs/PERF.md.) Each element's adds still run slot by slot, j = 0 … k − 1,
+  // then the shared row, so the bits are unchanged.
+  constexpr int kSumPieces = 4;
+  constexpr int kSumBatch = 4;
+  const int32_t row_pieces = p.H / 8;
+  const int32_t pieces = n * row_pieces;
 #pragma unroll 1
-  for (int32_t tt = warp; tt < n; tt += kCopyWarps) {
-    const int64_t t = t0 + tt;
-    const int64_t g = static_cast<int64_t>(s) * p.T + t;
-    const uint16_t* row0 = p.ws.dx_slots + g * p.k * p.H;
-#pragma unroll 1
-    for (int32_t c = static_cast<int32_t>(lane) * 8; c < p.H; c += 256) {
-      float acc[8];
+  for (int32_t q0 = tid; q0 < pieces; q0 += kCopyThreads * kSumPieces) {
+    int64_t g[kSumPieces];
+    int32_t c[kSumPieces];
+    bool has[kSumPieces];
+    float acc[kSumPieces][8];
 #pragma unroll
-      for (int v = 0; v < 8; ++v) acc[v] = 0.0f;
-      // kSumBatch slots loaded before their adds, which still run in slot order.
-      constexpr int kSumBatch = 2;
-#pragma unroll 1
-      for (int32_t j0 = 0; j0 < p.k; j0 += kSumBatch) {
-        uint4 raw[kSumBatch];
+    for (int i = 0; i < kSumPieces; ++i) {
+      const int32_t q = q0 + i * kCopyThreads;
+      has[i] = q < pieces;
+      const int32_t tt = has[i] ? q / row_pieces : 0;
+      g[i] = static_cast<int64_t>(s) * p.T + t0 + tt;
+      c[i] = (q - tt * row_pieces) * 8;
 #pragma unroll
-        for (int u = 0; u < kSumBatch; ++u)
-          if (j0 + u < p.k) raw[u] = __ldcg(reinterpret_cast<const uint4*>(row0 + static_cast<int64_t>(j0 + u) * p.H + c));
+      for (int v = 0; v < 8; ++v) acc[i][v] = 0.0f;
+    }
+#pragma unroll 1
+    for (int32_t j0 = 0; j0 < p.k; j0 += kSumBatch) {
+      uint4 raw[kSumPieces][kSumBatch];
+#pragma unroll
+      for (int i = 0; i < kSumPieces; ++i) {
 #pragma unroll
         for (int u = 0; u < kSumBatch; ++u) {
-          if (j0 + u >= p.k) break;
-          const uint16_t* x = reinterpret_cast<const uint16_t*>(&raw[u]);
-#pragma unroll
-          for (int v = 0; v < 8; ++v) acc[v] = acc[v] + float_from_bf16_bits(x[v]);
+          const bool load = has[i] && j0 + u < p.k;
+          const uint16_t* row = p.ws.dx_slots + (g[i] * p.k + j0 + u) * p.H;
+          raw[i][u] = load ? __ldcg(reinterpret_cast<const uint4*>(row + c[i])) : uint4{};
         }
       }
+#pragma unroll
+      for (int u = 0; u < kSumBatch; ++u) {
+        if (j0 + u >= p.k) break;
+#pragma unroll
+        for (int i = 0; i < kSumPieces; ++i) {
+          const uint16_t* x = reinterpret_cast<const uint16_t*>(&raw[i][u]);
+#pragma unroll
+          for (int v = 0; v < 8; ++v) acc[i][v] = acc[i][v] + float_from_bf16_bits(x[v]);
+        }
+      }
+    }
+#pragma unroll
+    for (int i = 0; i < kSumPieces; ++i) {
+      if (!has[i]) continue;
       if (p.Fs > 0) {
-        const uint4 raw = __ldcg(reinterpret_cast<const uint4*>(p.ws.s + g * p.H + c));
+        const uint4 raw = __ldcg(reinterpret_cast<const uint4*>(p.ws.s + g[i] * p.H + c[i]));
         const uint16_t* x = reinterpret_cast<const uint16_t*>(&raw);
 #pragma unroll
-        for (int v = 0; v < 8; ++v) acc[v] = acc[v] + float_from_bf16_bits(x[v]);
+        for (int v = 0; v < 8; ++v) acc[i][v] = acc[i][v] + float_from_bf16_bits(x[v]);
       }
       uint4 packed;
       uint16_t* o = reinterpret_cast<uint16_t*>(&packed);
 #pragma unroll
-      for (int v = 0; v < 8; ++v) o[v] = bf16_bits_from_float(acc[v]);
-      *reinterpret_cast<uint4*>(d_x + t * p.H + c) = packed;
+      for (int v = 0; v < 8; ++v) o[v] = bf16_bits_from_float(acc[i][v]);
+      *reinterpret_cast<uint4*>(d_x + (g[i] - static_cast<int64_t>(s) * p.T) * p.H + c[i]) = packed;
     }
   }
 }

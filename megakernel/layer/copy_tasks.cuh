@@ -144,8 +144,6 @@ DETMOE_DEVICE void place_and_dispatch(const LayerParams& p, const LaunchContext&
 // y rows were written by GEMM2's epilogue straight into y_slots(s) (the caller's y when asked).
 DETMOE_DEVICE void weighted_sum(const LayerParams& p, const LaunchContext& ctx, const Task& task, int32_t s) {
   const int tid = static_cast<int>(threadIdx.x) - 128;
-  const int warp = tid / 32;
-  const uint32_t lane = ptx::lane_id();
   const int32_t t0 = task.index * kSumChunkTokens;
   const int32_t n = min(kSumChunkTokens, p.T - t0);
   bool ok = true;
@@ -165,58 +163,70 @@ DETMOE_DEVICE void weighted_sum(const LayerParams& p, const LaunchContext& ctx, 
   if (!copy_barrier_and(ok)) return;
   const RankTensors& rt = p.rank[s];
   const uint16_t* slots = y_slots(p, s);
-  // Each lane sums two 8-column pieces of a row at once, loading kSumBatch slots of both before
-  // their FMAs: with one slot loaded and summed at a time each lane had one 16-byte load in
-  // flight, and the sum ran at ≈ 12 GB/s per SM (gpt-oss: 61 µs per chunk, the launch's tail).
-  // The FMAs still run slot by slot in order j = 0 … k − 1, so the bits are unchanged.
+  // The chunk's n·H/8 pieces (8 columns of one token's row) are dealt to all 256 threads at once,
+  // kSumPieces per thread per pass, and each thread loads kSumBatch slots of all its pieces before
+  // their FMAs: 16 loads of 16 bytes in flight per thread. (One token per warp with two pieces per
+  // lane had 8 in flight and twice the round trips; gpt-oss's tail summed at ≈ 2 TB/s, 58 µs per
+  // chunk, docs/PERF.md step 8.) The FMAs of an element still run slot by slot in order
+  // j = 0 … k − 1, so the bits are unchanged.
+  constexpr int kSumPieces = 4;
   constexpr int kSumBatch = 4;
-  for (int32_t tt = warp; tt < n; tt += kCopyWarps) {
-    const int64_t t = t0 + tt;
-    const uint16_t* row0 = slots + t * p.k * p.H;
-    for (int32_t c0 = static_cast<int32_t>(lane) * 8; c0 < p.H; c0 += 512) {
-      const int32_t c1 = c0 + 256;
-      const bool second = c1 < p.H;
-      float acc[2][8];
+  const int32_t row_pieces = p.H / 8;
+  const int32_t pieces = n * row_pieces;
+  for (int32_t q0 = tid; q0 < pieces; q0 += kCopyThreads * kSumPieces) {
+    int64_t t[kSumPieces];
+    int32_t c[kSumPieces];
+    bool has[kSumPieces];
+    float acc[kSumPieces][8];
 #pragma unroll
-      for (int v = 0; v < 8; ++v) acc[0][v] = acc[1][v] = 0.0f;
-      for (int32_t j0 = 0; j0 < p.k; j0 += kSumBatch) {
-        float w[kSumBatch];
-        uint4 raw[2][kSumBatch];
+    for (int i = 0; i < kSumPieces; ++i) {
+      const int32_t q = q0 + i * kCopyThreads;
+      has[i] = q < pieces;
+      const int32_t tt = has[i] ? q / row_pieces : 0;
+      t[i] = t0 + tt;
+      c[i] = (q - tt * row_pieces) * 8;
+#pragma unroll
+      for (int v = 0; v < 8; ++v) acc[i][v] = 0.0f;
+    }
+    for (int32_t j0 = 0; j0 < p.k; j0 += kSumBatch) {
+      float w[kSumPieces][kSumBatch];
+      uint4 raw[kSumPieces][kSumBatch];
+#pragma unroll
+      for (int i = 0; i < kSumPieces; ++i) {
 #pragma unroll
         for (int u = 0; u < kSumBatch; ++u) {
-          const bool slot = j0 + u < p.k;
-          const uint16_t* y = row0 + static_cast<int64_t>(j0 + u) * p.H;
-          w[u] = slot ? __ldg(rt.topk_w + t * p.k + j0 + u) : 0.0f;
-          raw[0][u] = slot ? __ldcg(reinterpret_cast<const uint4*>(y + c0)) : uint4{};
-          raw[1][u] = slot && second ? __ldcg(reinterpret_cast<const uint4*>(y + c1)) : uint4{};
-        }
-#pragma unroll
-        for (int u = 0; u < kSumBatch; ++u) {
-          if (j0 + u >= p.k) break;
-#pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            const uint16_t* y = reinterpret_cast<const uint16_t*>(&raw[h][u]);
-#pragma unroll
-            for (int v = 0; v < 8; ++v) acc[h][v] = contract_combine_step(acc[h][v], w[u], float_from_bf16_bits(y[v]));
-          }
+          const bool load = has[i] && j0 + u < p.k;
+          const int64_t slot = t[i] * p.k + j0 + u;
+          w[i][u] = load ? __ldg(rt.topk_w + slot) : 0.0f;
+          raw[i][u] = load ? __ldcg(reinterpret_cast<const uint4*>(slots + slot * p.H + c[i])) : uint4{};
         }
       }
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int32_t c = h == 0 ? c0 : c1;
-        if (h == 1 && !second) break;
-        if (p.Fs > 0) {
-          const uint4 raw = __ldcg(reinterpret_cast<const uint4*>(p.ws.s + (static_cast<int64_t>(s) * p.T + t) * p.H + c));
-          const uint16_t* sv = reinterpret_cast<const uint16_t*>(&raw);
+      for (int u = 0; u < kSumBatch; ++u) {
+        if (j0 + u >= p.k) break;
 #pragma unroll
-          for (int v = 0; v < 8; ++v) acc[h][v] = acc[h][v] + float_from_bf16_bits(sv[v]);
+        for (int i = 0; i < kSumPieces; ++i) {
+          const uint16_t* y = reinterpret_cast<const uint16_t*>(&raw[i][u]);
+#pragma unroll
+          for (int v = 0; v < 8; ++v) acc[i][v] = contract_combine_step(acc[i][v], w[i][u], float_from_bf16_bits(y[v]));
         }
-        uint4 packed;
-        uint16_t* o = reinterpret_cast<uint16_t*>(&packed);
-#pragma unroll
-        for (int v = 0; v < 8; ++v) o[v] = bf16_bits_from_float(acc[h][v]);
-        *reinterpret_cast<uint4*>(rt.out + t * p.H + c) = packed;
       }
+    }
+#pragma unroll
+    for (int i = 0; i < kSumPieces; ++i) {
+      if (!has[i]) continue;
+      if (p.Fs > 0) {
+        const uint4 raw =
+            __ldcg(reinterpret_cast<const uint4*>(p.ws.s + (static_cast<int64_t>(s) * p.T + t[i]) * p.H + c[i]));
+        const uint16_t* sv = reinterpret_cast<const uint16_t*>(&raw);
+#pragma unroll
+        for (int v = 0; v < 8; ++v) acc[i][v] = acc[i][v] + float_from_bf16_bits(sv[v]);
+      }
+      uint4 packed;
+      uint16_t* o = reinterpret_cast<uint16_t*>(&packed);
+#pragma unroll
+      for (int v = 0; v < 8; ++v) o[v] = bf16_bits_from_float(acc[i][v]);
+      *reinterpret_cast<uint4*>(rt.out + t[i] * p.H + c[i]) = packed;
     }
   }
 }
