@@ -134,8 +134,6 @@ DETMOE_DEVICE void run_bwd_consumer(const BackwardParams& bp, const LaunchContex
       float acc[Cfg::kAccumulators];
 #pragma unroll
       for (int r = 0; r < Cfg::kAccumulators; ++r) acc[r] = 0.0f;
-      if (g.epilogue == BwdEpilogue::kDSwiGLU)
-        prefetch_h_tile(g.h, g.c_row + wg * Cfg::kWarpgroupRows, g.c_end, g.col0, g.out_cols);
       consume_bwd_tile(wg, g.tile, smem, pipe, st, acc);
       gemm::EpilogueTile et;
       et.row = g.c_row + wg * Cfg::kWarpgroupRows;
@@ -154,7 +152,7 @@ DETMOE_DEVICE void run_bwd_consumer(const BackwardParams& bp, const LaunchContex
       pending_run = SlotRun{nullptr, 0};
       switch (g.epilogue) {
         case BwdEpilogue::kDSwiGLU:
-          DSwiGLUEpilogue::apply(acc, et, g.out_cols, g.h, g.map_c, out);
+          DSwiGLUEpilogue::apply(acc, et, g.out_cols, wg, smem, pipe, st, g.map_c, out);
           break;
         case BwdEpilogue::kScatterDx:
           pending_run = ScatterRowsEpilogue::apply(acc, et, col_end, p, ctx, where, out, DxSlotRow{});

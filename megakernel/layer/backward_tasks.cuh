@@ -153,7 +153,6 @@ struct BwdGemmTask {
   BwdEpilogue epilogue;
   int32_t store_kind;         // kStore: gemm::Epilogue::kStoreBF16 or kStoreFP32
   const CUtensorMap* map_c;   // kStore / kDSwiGLU target
-  const uint16_t* h;          // kDSwiGLU: the forward's [g | u] rows (indexed like the output rows)
   int32_t c_row, c_end;       // output rows (the warpgroup adds 64·wg)
   int32_t col0, out_cols;     // first output column; output columns (F, Fs, H, M's N)
   int32_t plan_row0;          // kScatterDx: plan row of the tile's first row
@@ -212,8 +211,12 @@ DETMOE_DEVICE BwdGemmTask describe_bwd_task(const BackwardParams& bp, const BwdT
         g.tile.k_blocks = p.H / Cfg::kBlockK;
         g.epilogue = BwdEpilogue::kDSwiGLU;
         g.map_c = &bp.dh_k;
-        g.h = p.ws.h;
         g.out_cols = p.F;
+        g.tile.map_h = &p.h_store;  // h rows are indexed like the output rows
+        g.tile.h_row = g.c_row;
+        g.tile.h_end = g.c_end;
+        g.tile.h_col = g.col0;
+        g.tile.h_cols = p.F;
         g.wait = ctr + p.counters.dispatch_ready + row_block;
         g.wait_target = static_cast<uint32_t>(min(kRowsPerMBlock, count - m0));
         g.wait_kind = CounterKind::kDyReady;
@@ -255,8 +258,12 @@ DETMOE_DEVICE BwdGemmTask describe_bwd_task(const BackwardParams& bp, const BwdT
         g.tile.k_blocks = p.H / Cfg::kBlockK;
         g.epilogue = BwdEpilogue::kDSwiGLU;
         g.map_c = &bp.dhs_k;
-        g.h = p.ws.hs;
         g.out_cols = p.Fs;
+        g.tile.map_h = &p.hs_store;
+        g.tile.h_row = g.c_row;
+        g.tile.h_end = g.c_end;
+        g.tile.h_col = g.col0;
+        g.tile.h_cols = p.Fs;
         g.done = ctr + p.counters.shared1_done + bc.m_block;
       } else {
         g.tile.map_a = &bp.dhs_rows;

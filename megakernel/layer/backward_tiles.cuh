@@ -18,6 +18,7 @@
 #include "megakernel/gemm/operand_layout.cuh"
 #include "megakernel/gemm/swiglu_batch.cuh"
 #include "megakernel/layer/tile_mainloop.cuh"
+#include "megakernel/ptx/stmatrix.cuh"
 #include "megakernel/ptx/tma.cuh"
 
 namespace detmoe::mk {
@@ -40,7 +41,19 @@ struct BwdTile {
   int32_t b_row, b_end;
   int32_t b_col, b_cols;
   int32_t k_blocks;
+  // da tiles (dSwiGLU epilogue): the forward's saved h = [g | u] of the output rows [h_row,
+  // h_end) and columns [h_col, h_col + 256) ∩ [0, h_cols), streamed through the stage ring after
+  // the k-blocks, one stage per 64 columns (h_stages of them: g in the A stage, u in the B stage,
+  // each as two 64-row boxes). Null map: none.
+  const CUtensorMap* map_h;
+  int32_t h_row, h_end;
+  int32_t h_col, h_cols;
 };
+
+// Stages of saved h a da tile streams after its k-blocks (0 without): one per 64 of its columns.
+DETMOE_DEVICE int32_t h_stages(const BwdTile& t) {
+  return t.map_h == nullptr ? 0 : min(4, (t.h_cols - t.h_col + 63) / 64);
+}
 
 // 64-wide boxes of [first, limit), at most max_boxes: a box wholly past the last column is not
 // loaded (as in the GEMM core: its stale bytes only feed outputs that are never stored).
@@ -81,6 +94,31 @@ DETMOE_DEVICE void produce_bwd_tile(const BwdTile& t, const Smem& smem, const Pi
       if (j < b_boxes) ptx::tma_load_3d(b + j * kBox, t.map_b, bar, t.b_col + 64 * j, rb.y, rb.z);
     st.advance();
   }
+  // The saved h for the dSwiGLU epilogue, right behind the k-blocks: the loads land while the
+  // consumers run the tile's last k-blocks, so the epilogue reads g and u from shared memory
+  // (with them loaded from global memory by each thread, batch after batch, the epilogue took
+  // 20–23 µs per tile on the H200 whatever the prefetching). A 64-row half wholly past the rows
+  // is not loaded (the consumers of that half have no rows and do not read it).
+  const int32_t halves = (t.h_row < t.h_end ? 1 : 0) + (t.h_row + 64 < t.h_end ? 1 : 0);
+  for (int32_t s = 0; s < h_stages(t); ++s) {
+    if (fake) {
+      ptx::mbarrier_wait_parity(pipe.empty + st.stage, st.phase ^ 1u);
+      ptx::mbarrier_arrive(pipe.full + st.stage);
+      st.advance();
+      continue;
+    }
+    pipe.producer_acquire(st, static_cast<uint32_t>(halves) * 2u * kBox);
+    uint64_t* bar = pipe.full + st.stage;
+    const int32_t col = t.h_col + 64 * s;
+#pragma unroll
+    for (int w = 0; w < 2; ++w) {
+      if (w >= halves) break;
+      const gemm::RaggedCoords rh = gemm::ragged_coords(t.h_row + 64 * w, t.h_end, 64);
+      ptx::tma_load_3d(smem.a_stage(st.stage) + w * kBox, t.map_h, bar, col, rh.y, rh.z);
+      ptx::tma_load_3d(smem.b_stage(st.stage) + w * kBox, t.map_h, bar, t.h_cols + col, rh.y, rh.z);
+    }
+    st.advance();
+  }
 }
 
 // Consumer warpgroup: the tile's mainloop in its operand form.
@@ -93,69 +131,51 @@ DETMOE_DEVICE void consume_bwd_tile(int wg, const BwdTile& t, const Smem& smem, 
   }
 }
 
-// Before da's mainloop: each consumer thread asks L2 for its share of the tile's saved g and u
-// (its warpgroup's 64 rows × 256 columns of each: 512 lines of 128 bytes, 4 per thread), so the
-// epilogue's loads hit L2 instead of waiting on HBM (h was written by the forward, long evicted).
-DETMOE_DEVICE void prefetch_h_tile(const uint16_t* h, int32_t row0, int32_t row_end, int32_t col0, int32_t cols) {
-  const uint32_t thread = threadIdx.x % 128;
-  const int32_t row = row0 + static_cast<int32_t>(thread / 2);
-  if (row >= row_end) return;
-  const uint16_t* base = h + static_cast<int64_t>(row) * 2 * cols + ((thread & 1u) ? cols : 0);
-#pragma unroll
-  for (int l = 0; l < 4; ++l) {
-    const int32_t c = col0 + 64 * l;
-    if (c < cols) asm volatile("prefetch.global.L2 [%0];" ::"l"(base + c));
-  }
-}
-
 // da's epilogue: with g, u the forward's saved bf16 h = [g | u] of the same rows and columns,
 // dh = [dg | du] = contract_dswiglu(g, u, da) rounded to bf16, da the fp32 accumulator (the
 // reference's formula on its fp32 da, so the elementwise step matches it bit for bit; in batches
-// of 8 with the branch-free reciprocal, gemm::dswiglu_batch). `cols`: F (or Fs); h rows have
-// 2·cols elements, row r of the tile's rows at h + r·2·cols. Accumulator register i of a thread
-// holds row warp·16 + lane/4 + 8·((i/2) % 2) and column 8·(i/4) + 2·(lane % 4) + i % 2 of its
-// warpgroup's window (the wgmma fragment), so each pair (i, i + 1) is one 4-byte load of g and
-// one of u; a batch's 8 loads are issued before its math. du overwrites the accumulators.
+// of 8 with the branch-free reciprocal, gemm::dswiglu_batch). `cols`: F (or Fs). g and u come
+// from the h stages the producer streamed behind the tile's k-blocks (produce_bwd_tile): stage s
+// holds the 64 columns of slab s, g in the A stage and u in the B stage, the warpgroup's 64 rows
+// at 8 KB · wg, swizzled as the staging slabs, so the ldmatrix at the address write_bf16_slab's
+// stmatrix uses returns batch b's 8 values in the accumulator layout. Every warp waits for and
+// releases every h stage (the ring's count), whether or not its warpgroup has rows. du
+// overwrites the accumulators and is stored from there next.
 struct DSwiGLUEpilogue {
-  DETMOE_DEVICE static void apply(float (&acc)[Cfg::kAccumulators], const gemm::EpilogueTile& t, int32_t cols,
-                                  const uint16_t* h, const CUtensorMap* map_dh, gemm::SlabStore& out) {
-    const int32_t r_lo = t.row + static_cast<int32_t>(t.warp * 16 + (t.lane >> 2));
-    const uint16_t* h_lo = r_lo < t.row_end ? h + static_cast<int64_t>(r_lo) * 2 * cols : nullptr;
-    const uint16_t* h_hi = r_lo + 8 < t.row_end ? h + static_cast<int64_t>(r_lo + 8) * 2 * cols : nullptr;
+  DETMOE_DEVICE static void apply(float (&acc)[Cfg::kAccumulators], const gemm::EpilogueTile& t, int32_t cols, int wg,
+                                  const Smem& smem, const Pipe& pipe, Stage& st, const CUtensorMap* map_dh,
+                                  gemm::SlabStore& out) {
+    const uint32_t matrix = t.lane >> 3;
+    const uint32_t row_offset = static_cast<uint32_t>(wg) * Smem::kBoxBytes +
+                                (t.warp * 16 + (matrix & 1u) * 8 + (t.lane & 7u)) * 128;
 #pragma unroll
     for (int s = 0; s < 4; ++s) {
       const int32_t col = t.col0 + 64 * s;
-      if (col >= cols || t.row >= t.row_end) break;  // uniform over the warpgroup
-      // dg goes straight into its slab, 8 elements per batch (one stmatrix.x4); du into the
-      // accumulators, stored from there next. Batch b + 1's loads are issued before batch b's math
-      // (two buffers), so a slab costs ≈ 2 load round trips rather than 4.
-      uint32_t g2[2][4], u2[2][4];
-      auto load = [&](int b) {  // batch b: fragment registers 32s + 8b … + 7, pairs q = 4b … 4b + 3
-#pragma unroll
-        for (int qq = 0; qq < 4; ++qq) {
-          const int q = 4 * b + qq;
-          const uint16_t* hr = (q & 1) ? h_hi : h_lo;
-          const int32_t c = col + 8 * (q >> 1) + 2 * static_cast<int32_t>(t.lane & 3u);
-          g2[b & 1][qq] = hr != nullptr ? __ldcg(reinterpret_cast<const unsigned int*>(hr + c)) : 0u;
-          u2[b & 1][qq] = hr != nullptr ? __ldcg(reinterpret_cast<const unsigned int*>(hr + cols + c)) : 0u;
-        }
-      };
-      load(0);
+      if (col >= cols) break;  // uniform over the CTA: the producer streamed exactly these stages
+      pipe.consumer_wait(st);
+      const uint32_t g_rows = ptx::smem_u32(smem.a_stage(st.stage)) + row_offset;
+      const uint32_t u_rows = ptx::smem_u32(smem.b_stage(st.stage)) + row_offset;
       out.store(map_dh, col, cols, t.row, t.row_end, [&](uint32_t slab) {
         gemm::write_bf16_slab_batched(slab, t.warp, t.lane, [&](int b, float(&dg)[8]) {
-          if (b + 1 < 4) load(b + 1);
+          const uint32_t chunk = ((2u * b + (matrix >> 1)) ^ (t.lane & 7u)) << 4;
+          uint32_t g4[4], u4[4];
+          ptx::ldmatrix_x4(g_rows + chunk, g4);
+          ptx::ldmatrix_x4(u_rows + chunk, u4);
           auto half = [](uint32_t v, int e) {
             return float_from_bf16_bits(static_cast<uint16_t>(e == 0 ? v & 0xffffu : v >> 16));
           };
           const int i0 = 32 * s + 8 * b;
-          gemm::dswiglu_batch<8>([&](int j) { return half(g2[b & 1][j / 2], j % 2); },
-                                 [&](int j) { return half(u2[b & 1][j / 2], j % 2); }, [&](int j) { return acc[i0 + j]; },
+          gemm::dswiglu_batch<8>([&](int j) { return half(g4[j / 2], j % 2); },
+                                 [&](int j) { return half(u4[j / 2], j % 2); }, [&](int j) { return acc[i0 + j]; },
                                  [&](int j, float dgj, float duj) {
                                    dg[j] = dgj;
                                    acc[i0 + j] = duj;
                                  });
         });
       });
+      __syncwarp();  // every lane's ldmatrix is done before lane 0 releases the stage
+      pipe.consumer_release(st.stage);
+      st.advance();
       out.store(map_dh, cols + col, 2 * cols, t.row, t.row_end, [&](uint32_t slab) {
         gemm::write_bf16_slab(slab, t.warp, t.lane, [&](int j) { return acc[32 * s + j]; });
       });

@@ -19,6 +19,16 @@ DETMOE_DEVICE void stmatrix_x4(uint32_t smem_addr, uint32_t r0, uint32_t r1, uin
                : "memory");
 }
 
+// ldmatrix (sm_75+), stmatrix's inverse: lanes 8i..8i+7 give the row addresses of matrix i, and
+// register ri receives this lane's pair of matrix i (row l/4, columns 2(l%4)..+1), so bf16 data
+// a TMA load put in a swizzled slab comes back in the accumulator layout.
+DETMOE_DEVICE void ldmatrix_x4(uint32_t smem_addr, uint32_t (&r)[4]) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(smem_addr)
+               : "memory");
+}
+
 // Two floats rounded to bf16 (nearest even) and packed: `lo` in the low half (the lower column).
 DETMOE_DEVICE uint32_t pack_bf16x2(float lo, float hi) {
   const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
