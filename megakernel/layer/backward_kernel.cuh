@@ -99,6 +99,8 @@ DETMOE_DEVICE void run_bwd_consumer(const BackwardParams& bp, const LaunchContex
   const BackwardTaskList list(p, role.rank, role.phases);
   ExpertWalker walker(p, role.rank);
   gemm::SlabStore out(smem.staging(wg, 0), smem.staging(wg, 1), /*barrier_id=*/1 + wg, issuer);
+  static_assert(kCopyWarps * kDyScratchBytes <= Cfg::kConsumerWarpgroups * 2 * Smem::kBoxBytes,
+                "dy dispatch's cp.async slots fit in the staging slabs");
   Stage st;
   // Deferred signals, as the forward's (forward_kernel.cuh): a tile's signal is sent after the
   // next tile's mainloop when that tile is of the same phase (no task waits on its own phase),
@@ -126,7 +128,7 @@ DETMOE_DEVICE void run_bwd_consumer(const BackwardParams& bp, const LaunchContex
     TaskTracer::start(p);
     if (task.phase != pending_phase) flush();
     if (task.phase == BwdPhase::kDyDispatch) {
-      dy_dispatch(bp, ctx, role.rank, task.index);
+      dy_dispatch(bp, ctx, role.rank, task.index, smem.staging(0, 0));
     } else if (task.phase == BwdPhase::kDxSum) {
       dx_sum(bp, ctx, task, role.rank);
     } else {
