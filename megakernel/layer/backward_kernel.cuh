@@ -154,18 +154,16 @@ DETMOE_DEVICE void run_bwd_consumer(const BackwardParams& bp, const LaunchContex
       pending_run = SlotRun{nullptr, 0};
       switch (g.epilogue) {
         case BwdEpilogue::kDSwiGLU:
-          DSwiGLUEpilogue::apply(acc, et, g.out_cols, wg, smem, pipe, st, g.map_c, out);
+          DSwiGLUEpilogue::apply(acc, et, g.out_cols, wg, issuer, smem, pipe, st, g.map_c);
           break;
         case BwdEpilogue::kScatterDx:
           pending_run = ScatterRowsEpilogue::apply(acc, et, col_end, p, ctx, where, out, DxSlotRow{});
           break;
-        case BwdEpilogue::kStore: {
-          gemm::KernelParams kp{};
-          kp.epilogue = g.store_kind;
-          kp.out_cols = g.out_cols;
-          gemm::StoreEpilogue::apply<Cfg>(acc, g.tile.k_blocks == 0, et, kp, g.map_c, nullptr, out);
+        case BwdEpilogue::kStore:
+          StageStoreEpilogue::apply(acc, g.tile.k_blocks == 0, et,
+                                    g.store_kind == static_cast<int32_t>(gemm::Epilogue::kStoreFP32), g.out_cols,
+                                    g.map_c, wg, issuer, smem, pipe, st);
           break;
-        }
       }
       pending_phase = task.phase;
       pending = g.done;

@@ -365,6 +365,8 @@ DETMOE_DEVICE BwdGemmTask describe_bwd_task(const BackwardParams& bp, const BwdT
       break;
     }
   }
+  if (g.epilogue == BwdEpilogue::kStore)
+    g.tile.out_stages = store_out_stages(g.store_kind == static_cast<int32_t>(gemm::Epilogue::kStoreFP32));
   return g;
 }
 
