@@ -18,6 +18,7 @@
 #include "megakernel/gemm/kernel.cuh"
 #include "megakernel/gemm/operand_layout.cuh"
 #include "megakernel/gemm/swiglu_batch.cuh"
+#include "megakernel/layer/stage_out.cuh"
 #include "megakernel/layer/tile_mainloop.cuh"
 #include "megakernel/ptx/stmatrix.cuh"
 #include "megakernel/ptx/tma.cuh"
@@ -54,9 +55,6 @@ struct BwdTile {
   int32_t out_stages;
 };
 
-// Output stages a kStore tile takes: its warpgroup's 64 rows × 256 columns are 8 fp32 or 4 bf16
-// boxes of 8 KB, and a 48 KB stage holds three boxes of each warpgroup.
-DETMOE_DEVICE int32_t store_out_stages(bool fp32) { return fp32 ? 3 : 2; }
 
 // Stages of saved h a da tile streams after its k-blocks (0 without): one per 64 of its columns.
 DETMOE_DEVICE int32_t h_stages(const BwdTile& t) {
@@ -127,12 +125,7 @@ DETMOE_DEVICE void produce_bwd_tile(const BwdTile& t, const Smem& smem, const Pi
     }
     st.advance();
   }
-  // Output stages: empty for the epilogue, handed over with a plain arrival (no bytes).
-  for (int32_t s = 0; s < t.out_stages; ++s) {
-    ptx::mbarrier_wait_parity(pipe.empty + st.stage, st.phase ^ 1u);
-    ptx::mbarrier_arrive(pipe.full + st.stage);
-    st.advance();
-  }
+  produce_out_stages(t.out_stages, pipe, st);
 }
 
 // Consumer warpgroup: the tile's mainloop in its operand form.
@@ -225,69 +218,6 @@ struct DSwiGLUEpilogue {
       st.advance();
     }
     if (previous >= 0) release(previous, std::integral_constant<int, 0>{});
-  }
-};
-
-// Box i (0..5) of a stage: 8 KB pieces of its A (i < 2) and B (i ≥ 2) tiles.
-DETMOE_DEVICE uint32_t stage_box(const Smem& smem, int32_t stage, int32_t i) {
-  return i < 2 ? ptx::smem_u32(smem.a_stage(stage)) + i * Smem::kBoxBytes
-               : ptx::smem_u32(smem.b_stage(stage)) + (i - 2) * Smem::kBoxBytes;
-}
-
-// kStore tiles (weight gradients, fp32 or bf16, and the shared dx): the warpgroup writes all of
-// its output boxes into the tile's output stages (box j in stage j/3, the warpgroup's boxes
-// 3·wg … 3·wg + 2 of it), then its issuer sends every TMA store at once and waits until they
-// have read shared memory, and the stages go back to the producer. Through the two rotating
-// staging slabs each store waited for the one two slabs back to be read: 3.6–4.2 µs per tile on
-// the H200 for 16 fp32 boxes (gpt-oss: ≈ 3 ms of its weight gradients). `zero`: the tile had no
-// k-block (an expert without rows): exact zeros. Every warp waits for and releases every output
-// stage, whether or not its warpgroup has rows.
-struct StageStoreEpilogue {
-  DETMOE_DEVICE static void apply(const float (&acc)[Cfg::kAccumulators], bool zero, const gemm::EpilogueTile& t,
-                                  bool fp32, int32_t out_cols, const CUtensorMap* map_c, int wg, bool issuer,
-                                  const Smem& smem, const Pipe& pipe, Stage& st) {
-    const int32_t stages = store_out_stages(fp32);
-    Stage w = st;
-    for (int32_t r = 0; r < stages; ++r) {
-      pipe.consumer_wait(w);
-      w.advance();
-    }
-    if (t.row < t.row_end) {  // uniform over the warpgroup
-      const uint32_t barrier = 1 + static_cast<uint32_t>(wg);
-      auto box = [&](int j) { return stage_box(smem, (st.stage + j / 3) % Cfg::kStages, 3 * wg + j % 3); };
-      if (fp32) {
-#pragma unroll
-        for (int j = 0; j < 8; ++j) {
-          if (t.col0 + 32 * j >= out_cols) break;  // uniform
-          gemm::write_fp32_slab(box(j), t.warp, t.lane, [&](int i) { return zero ? 0.0f : acc[16 * j + i]; });
-        }
-      } else {
-#pragma unroll
-        for (int j = 0; j < 4; ++j) {
-          if (t.col0 + 64 * j >= out_cols) break;
-          gemm::write_bf16_slab(box(j), t.warp, t.lane, [&](int i) { return zero ? 0.0f : acc[32 * j + i]; });
-        }
-      }
-      ptx::fence_proxy_async_shared();  // generic writes → the TMA stores' async-proxy reads
-      ptx::named_barrier_sync(barrier, 128);
-      if (issuer) {
-        const gemm::RaggedCoords rc = gemm::ragged_coords(t.row, t.row_end, 64);
-        const int32_t width = fp32 ? 32 : 64;
-        for (int j = 0; j < (fp32 ? 8 : 4); ++j) {
-          const int32_t col = t.col0 + width * j;
-          if (col >= out_cols) break;
-          ptx::tma_store_3d(map_c, box(j), col, rc.y, rc.z);
-        }
-        ptx::bulk_commit_group();
-        ptx::bulk_wait_group_read<0>();
-      }
-      ptx::named_barrier_sync(barrier, 128);
-    }
-    for (int32_t r = 0; r < stages; ++r) {
-      __syncwarp();
-      pipe.consumer_release(st.stage);
-      st.advance();
-    }
   }
 };
 
