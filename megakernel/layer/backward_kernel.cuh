@@ -99,8 +99,6 @@ DETMOE_DEVICE void run_bwd_consumer(const BackwardParams& bp, const LaunchContex
   const BackwardTaskList list(p, role.rank, role.phases);
   ExpertWalker walker(p, role.rank);
   gemm::SlabStore out(smem.staging(wg, 0), smem.staging(wg, 1), /*barrier_id=*/1 + wg, issuer);
-  static_assert(kCopyWarps * kDyScratchBytes <= Cfg::kConsumerWarpgroups * 2 * Smem::kBoxBytes,
-                "dy dispatch's cp.async slots fit in the staging slabs");
   Stage st;
   // Deferred signals, as the forward's (forward_kernel.cuh): a tile's signal is sent after the
   // next tile's mainloop when that tile is of the same phase (no task waits on its own phase),
@@ -128,7 +126,7 @@ DETMOE_DEVICE void run_bwd_consumer(const BackwardParams& bp, const LaunchContex
     TaskTracer::start(p);
     if (task.phase != pending_phase) flush();
     if (task.phase == BwdPhase::kDyDispatch) {
-      dy_dispatch(bp, ctx, role.rank, task.index, smem.staging(0, 0));
+      dy_dispatch(bp, ctx, role.rank, task.index);
     } else if (task.phase == BwdPhase::kDxSum) {
       dx_sum(bp, ctx, task, role.rank);
     } else {
@@ -159,11 +157,13 @@ DETMOE_DEVICE void run_bwd_consumer(const BackwardParams& bp, const LaunchContex
         case BwdEpilogue::kScatterDx:
           pending_run = ScatterRowsEpilogue::apply(acc, et, col_end, p, ctx, where, out, DxSlotRow{});
           break;
-        case BwdEpilogue::kStore:
-          StageStoreEpilogue::apply(acc, g.tile.k_blocks == 0, et,
-                                    g.store_kind == static_cast<int32_t>(gemm::Epilogue::kStoreFP32), g.out_cols,
-                                    g.map_c, wg, issuer, smem, pipe, st);
+        case BwdEpilogue::kStore: {
+          gemm::KernelParams kp{};
+          kp.epilogue = g.store_kind;
+          kp.out_cols = g.out_cols;
+          gemm::StoreEpilogue::apply<Cfg>(acc, g.tile.k_blocks == 0, et, kp, g.map_c, nullptr, out);
           break;
+        }
       }
       pending_phase = task.phase;
       pending = g.done;

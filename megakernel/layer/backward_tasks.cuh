@@ -42,8 +42,6 @@
 #include "megakernel/layer/copy_tasks.cuh"
 #include "megakernel/layer/sync.cuh"
 #include "megakernel/layer/task_list.cuh"
-#include "megakernel/ptx/cp_async.cuh"
-#include "megakernel/ptx/stmatrix.cuh"
 
 namespace detmoe::mk {
 
@@ -365,8 +363,6 @@ DETMOE_DEVICE BwdGemmTask describe_bwd_task(const BackwardParams& bp, const BwdT
       break;
     }
   }
-  if (g.epilogue == BwdEpilogue::kStore)
-    g.tile.out_stages = store_out_stages(g.store_kind == static_cast<int32_t>(gemm::Epilogue::kStoreFP32));
   return g;
 }
 
@@ -376,18 +372,7 @@ DETMOE_DEVICE BwdGemmTask describe_bwd_task(const BackwardParams& bp, const BwdT
 // the order depends on H alone. The dy row dy = bf16(w·dout) (the reference's product) goes to
 // the pair's row of the forward's plan in its expert's rank; then each pair adds 1 to its
 // m-block's dy_ready counter (one add per group of lanes with the same counter).
-//
-// The pieces' loads go through shared memory with cp.async, kDyDepth pieces ahead, in one
-// pipeline over all of a warp's pair rows: with the loads in registers (two pieces of both rows
-// in flight per lane) the dispatch ran at ≈ 2 TB/s (0.93 ms on deepseek-v3), and four in
-// registers made ptxas spill into the dSwiGLU epilogue (+3 µs per tile, H200 A/B).
-// `scratch`: kCopyWarps · kDyScratchBytes of shared memory (the staging slabs, idle before the
-// launch's first GEMM tile: every dy task precedes every GEMM task in the list).
-inline constexpr int kDyDepth = 4;
-inline constexpr uint32_t kDyScratchBytes = kDyDepth * 2 * 32 * 16;  // per warp: dout and y pieces
-
-DETMOE_DEVICE void dy_dispatch(const BackwardParams& bp, const LaunchContext& ctx, int32_t s, int32_t chunk_in_rank,
-                               uint8_t* scratch) {
+DETMOE_DEVICE void dy_dispatch(const BackwardParams& bp, const LaunchContext& ctx, int32_t s, int32_t chunk_in_rank) {
   const LayerParams& p = bp.f;
   const int tid = static_cast<int>(threadIdx.x) - 128;
   const int warp = tid / 32;
@@ -403,10 +388,6 @@ DETMOE_DEVICE void dy_dispatch(const BackwardParams& bp, const LaunchContext& ct
   copy_barrier();
   const bool go = tid != 0 || !launch_aborted(ctx);
   if (!copy_barrier_and(go)) return;
-  // Slot i of this lane: dout piece at i·1024 + lane·16, y piece 512 bytes further (a warp's
-  // 16-byte reads of one slot are contiguous: no bank conflicts).
-  const uint32_t slots = ptx::smem_u32(scratch) + static_cast<uint32_t>(warp) * kDyScratchBytes + lane * 16;
-  const int32_t row_pieces = div_up(p.H, 256);  // per pair row and lane
   // Each lane looks up one pair's rows (dependent loads), then the warp runs its 32 pairs one after
   // another with the addresses shuffled out, so the lookups' latency is paid once per 32 pairs
   // (as the forward's dispatch does).
@@ -430,58 +411,51 @@ DETMOE_DEVICE void dy_dispatch(const BackwardParams& bp, const LaunchContext& ct
         w_lane = __ldg(w + static_cast<int64_t>(t) * p.k + j);
       }
     }
-    const int32_t items = min(32, pairs - base) * row_pieces;  // (pair row, piece), row-major
-    // Item q's two loads into slot q % kDyDepth, as one commit group (empty past the end, for a
-    // skipped pair or a piece past H, so the group count stays in step). All lanes call it.
-    auto issue = [&](int32_t q) {
-      if (q < items) {
-        const int32_t r = q / row_pieces;
-        const int32_t c = (q - r * row_pieces) * 256 + static_cast<int32_t>(lane) * 8;
-        const unsigned long long drow = __shfl_sync(0xffffffffu, drow_bits, r);
-        const unsigned long long yrow = __shfl_sync(0xffffffffu, yrow_bits, r);
-        if (drow != 0 && c < p.H) {
-          const uint32_t slot = slots + static_cast<uint32_t>(q % kDyDepth) * 1024u;
-          ptx::cp_async_16(slot, reinterpret_cast<const uint16_t*>(drow) + c);
-          ptx::cp_async_16(slot + 512, reinterpret_cast<const uint16_t*>(yrow) + c);
-        }
-      }
-      ptx::cp_async_commit();
-    };
-#pragma unroll
-    for (int q = 0; q < kDyDepth - 1; ++q) issue(q);
-    float partial = 0.0f;
+    const int32_t rows = min(32, pairs - base);
 #pragma unroll 1
-    for (int32_t q = 0; q < items; ++q) {
-      issue(q + kDyDepth - 1);
-      ptx::cp_async_wait<kDyDepth - 1>();  // item q's group has landed
-      const int32_t r = q / row_pieces, piece = q - r * row_pieces;
+    for (int32_t r = 0; r < rows; ++r) {
       uint16_t* dst = reinterpret_cast<uint16_t*>(__shfl_sync(0xffffffffu, dst_bits, r));
-      const float wt = __shfl_sync(0xffffffffu, w_lane, r);
       if (dst == nullptr) continue;  // uniform over the warp
-      const int32_t c = piece * 256 + static_cast<int32_t>(lane) * 8;
-      if (c < p.H) {
-        const uint32_t slot = slots + static_cast<uint32_t>(q % kDyDepth) * 1024u;
-        const uint4 dv = ptx::ld_shared_v4(slot), yv = ptx::ld_shared_v4(slot + 512);
-        const uint16_t* dd = reinterpret_cast<const uint16_t*>(&dv);
-        const uint16_t* yy = reinterpret_cast<const uint16_t*>(&yv);
-        uint4 packed;
-        uint16_t* o = reinterpret_cast<uint16_t*>(&packed);
+      const uint16_t* drow = reinterpret_cast<const uint16_t*>(__shfl_sync(0xffffffffu, drow_bits, r));
+      const uint16_t* yrow = reinterpret_cast<const uint16_t*>(__shfl_sync(0xffffffffu, yrow_bits, r));
+      const float wt = __shfl_sync(0xffffffffu, w_lane, r);
+      float partial = 0.0f;
+      // kDyBatch pieces of both rows loaded before their FMAs (one load in flight per lane left
+      // the copy latency-bound, as the forward's weighted sum was); the FMAs still run piece by
+      // piece in increasing column order, so the bits do not depend on the batch.
+      constexpr int kDyBatch = 2;
+#pragma unroll 1
+      for (int32_t c0 = static_cast<int32_t>(lane) * 8; c0 < p.H; c0 += 256 * kDyBatch) {
+        uint4 dv[kDyBatch], yv[kDyBatch];
 #pragma unroll
-        for (int v = 0; v < 8; ++v) {
-          const float dvf = float_from_bf16_bits(dd[v]);
-          partial = fmaf(dvf, float_from_bf16_bits(yy[v]), partial);
-          o[v] = bf16_bits_from_float(wt * dvf);
+        for (int u = 0; u < kDyBatch; ++u) {
+          const int32_t c = c0 + 256 * u;
+          if (c < p.H) {
+            dv[u] = __ldg(reinterpret_cast<const uint4*>(drow + c));
+            yv[u] = __ldcg(reinterpret_cast<const uint4*>(yrow + c));
+          }
         }
-        *reinterpret_cast<uint4*>(dst + c) = packed;
-      }
-      if (piece == row_pieces - 1) {  // the row's last piece: its dot product is complete
 #pragma unroll
-        for (int off = 16; off > 0; off >>= 1) partial = partial + __shfl_xor_sync(0xffffffffu, partial, off);
-        if (lane == 0) d_topk_w[base + r] = partial;
-        partial = 0.0f;
+        for (int u = 0; u < kDyBatch; ++u) {
+          const int32_t c = c0 + 256 * u;
+          if (c >= p.H) break;
+          const uint16_t* dd = reinterpret_cast<const uint16_t*>(&dv[u]);
+          const uint16_t* yy = reinterpret_cast<const uint16_t*>(&yv[u]);
+          uint4 packed;
+          uint16_t* o = reinterpret_cast<uint16_t*>(&packed);
+#pragma unroll
+          for (int v = 0; v < 8; ++v) {
+            const float dvf = float_from_bf16_bits(dd[v]);
+            partial = fmaf(dvf, float_from_bf16_bits(yy[v]), partial);
+            o[v] = bf16_bits_from_float(wt * dvf);
+          }
+          *reinterpret_cast<uint4*>(dst + c) = packed;
+        }
       }
+#pragma unroll
+      for (int off = 16; off > 0; off >>= 1) partial = partial + __shfl_xor_sync(0xffffffffu, partial, off);
+      if (lane == 0) d_topk_w[base + r] = partial;
     }
-    ptx::cp_async_wait<0>();  // the trailing (empty) groups, before the slots are reused
   }
   fence_acq_rel_gpu();
   copy_barrier();

@@ -18,7 +18,6 @@
 #include "megakernel/gemm/kernel.cuh"
 #include "megakernel/gemm/operand_layout.cuh"
 #include "megakernel/gemm/swiglu_batch.cuh"
-#include "megakernel/layer/stage_out.cuh"
 #include "megakernel/layer/tile_mainloop.cuh"
 #include "megakernel/ptx/stmatrix.cuh"
 #include "megakernel/ptx/tma.cuh"
@@ -50,9 +49,6 @@ struct BwdTile {
   const CUtensorMap* map_h;
   int32_t h_row, h_end;
   int32_t h_col, h_cols;
-  // kStore tiles: stages the producer hands to the epilogue after the loads, without loading
-  // anything, as room for the whole output tile (StageStoreEpilogue). 0: none.
-  int32_t out_stages;
 };
 
 
@@ -125,7 +121,6 @@ DETMOE_DEVICE void produce_bwd_tile(const BwdTile& t, const Smem& smem, const Pi
     }
     st.advance();
   }
-  produce_out_stages(t.out_stages, pipe, st);
 }
 
 // Consumer warpgroup: the tile's mainloop in its operand form.
