@@ -23,6 +23,30 @@ struct GeneratedCase {
   uint64_t seed;
 };
 
+// What rapidcheck prints for a counterexample: the problem, ready to replay with `detmoe verify`.
+void showValue(const GeneratedCase& c, std::ostream& os) {
+  os << c.shape.to_string() << " --routing " << c.routing << " --seed " << c.seed;
+}
+
+// The D1 rerun's speed knobs, drawn from the seed: fewer SMs, a comm split and an overlap window.
+// comm_sms stays below num_sms (validate(LayerConfig) refuses a split with no compute SM: the
+// session-14 counterexample seed 23339803, P = 4, drew num_sms 4 with comm_sms 4 and failed there,
+// in the test, not in the kernel).
+LayerConfig d1_knobs(LayerConfig base, const Shape& shape, uint64_t seed) {
+  base.num_sms = static_cast<int32_t>(std::max<int64_t>(shape.P, 1 + static_cast<int64_t>(seed % 40)));
+  const int64_t comm = seed % 3 == 0 ? 0 : static_cast<int64_t>(seed % 7);
+  base.comm_sms = static_cast<int32_t>(std::min<int64_t>(comm, base.num_sms - 1));
+  base.overlap_rows = static_cast<int32_t>(128 * (seed % 5));
+  return base;
+}
+
+// RC_ASSERT(result.ok()) would print only "false": this names the error.
+#define DETMOE_RC_ASSERT_OK(expr)                                                   \
+  do {                                                                             \
+    const auto& detmoe_rc_result_ = (expr);                                        \
+    if (!detmoe_rc_result_.ok()) RC_FAIL(detmoe_rc_result_.status().to_string());  \
+  } while (0)
+
 rc::Gen<GeneratedCase> gen_case() {
   return rc::gen::exec([] {
     GeneratedCase c;
@@ -66,15 +90,15 @@ TEST(MegakernelProperty, RandomProblemsMatchReferenceAndAreScheduleInvariant) {
     RC_TAG(c.routing);
     const Routing r = testing::make_routing(c.shape, c.routing, c.seed);
     auto got = testing::run_impl("megakernel", c.shape, r, c.seed);
-    RC_ASSERT(got.ok());
+    DETMOE_RC_ASSERT_OK(got);
     RC_ASSERT(testing::all_written(*got));
     auto ref = testing::run_impl("reference", c.shape, r, c.seed);
-    RC_ASSERT(ref.ok());
+    DETMOE_RC_ASSERT_OK(ref);
     RC_ASSERT(testing::within_tolerance(*got, *ref));
     LayerConfig fewer;
     fewer.num_sms = static_cast<int32_t>(std::max<int64_t>(c.shape.P, 1 + static_cast<int64_t>(c.seed % 40)));
     auto again = testing::run_impl("megakernel", c.shape, r, c.seed, fewer);
-    RC_ASSERT(again.ok());
+    DETMOE_RC_ASSERT_OK(again);
     RC_ASSERT(testing::bitwise_equal(*again, *got));
   });
   EXPECT_TRUE(ok);
@@ -94,20 +118,60 @@ TEST(MegakernelBackwardProperty, RandomProblemsMatchReferenceAndAreScheduleInvar
     config.grad_precision = *rc::gen::element(GradPrecision::kFP32, GradPrecision::kBF16);
     const Routing r = testing::make_routing(c.shape, c.routing, c.seed);
     auto got = testing::run_impl("megakernel", c.shape, r, c.seed, config, true);
-    RC_ASSERT(got.ok());
+    DETMOE_RC_ASSERT_OK(got);
     RC_ASSERT(testing::all_written(*got));
     auto ref = testing::run_impl("reference", c.shape, r, c.seed, config, true);
-    RC_ASSERT(ref.ok());
+    DETMOE_RC_ASSERT_OK(ref);
     RC_ASSERT(testing::within_tolerance(*got, *ref));
-    LayerConfig knobs = config;
-    knobs.num_sms = static_cast<int32_t>(std::max<int64_t>(c.shape.P, 1 + static_cast<int64_t>(c.seed % 40)));
-    knobs.comm_sms = static_cast<int32_t>(c.seed % 3 == 0 ? 0 : c.seed % 7);
-    knobs.overlap_rows = static_cast<int32_t>(128 * (c.seed % 5));
+    const LayerConfig knobs = d1_knobs(config, c.shape, c.seed);
+    RC_TAG(knobs.comm_sms > 0 ? "comm split" : "no comm split");
     auto again = testing::run_impl("megakernel", c.shape, r, c.seed, knobs, true);
-    RC_ASSERT(again.ok());
+    DETMOE_RC_ASSERT_OK(again);
     RC_ASSERT(testing::bitwise_equal(*again, *got));
   });
   EXPECT_TRUE(ok);
+}
+
+// The D1 knobs are valid for every drawn problem (CPU: a knob the validator refuses fails the
+// property as "not ok" before any kernel runs, which is what session 14's counterexample was).
+TEST(MegakernelPropertyKnobs, DrawnKnobsAreAlwaysValid) {
+  for (const int64_t P : {1, 2, 4})
+    for (uint64_t seed = 0; seed < 2000; ++seed) {
+      const Shape s{std::max<int64_t>(1, 64 / P), 64, 64, 4 * P, 1, P, 0};
+      const LayerConfig knobs = d1_knobs({}, s, seed);
+      const Status st = validate(knobs, s);
+      ASSERT_TRUE(st.ok()) << "P " << P << " seed " << seed << ": " << st.to_string();
+      EXPECT_GE(knobs.num_sms, P);
+    }
+}
+
+// Session 14's shrunk counterexample, replayed with the knobs it drew (now valid) and with the
+// largest comm split its SM count allows: one token per rank, one expert per rank, so three of the
+// four experts get no rows and their weight gradients must be exact zeros.
+TEST(MegakernelBackwardProperty, Session14CounterexampleOneTokenPerRank) {
+  DETMOE_REQUIRE_GPU();
+  const Shape s{1, 64, 64, 4, 1, 4, 0};
+  const uint64_t seed = 23339803;
+  const Routing r = testing::make_routing(s, "balanced", seed);
+  LayerConfig config;
+  config.grad_precision = GradPrecision::kFP32;
+  auto got = testing::run_impl("megakernel", s, r, seed, config, true);
+  ASSERT_TRUE(got.ok()) << got.status().to_string();
+  EXPECT_TRUE(testing::all_written(*got));
+  auto ref = testing::run_impl("reference", s, r, seed, config, true);
+  ASSERT_TRUE(ref.ok()) << ref.status().to_string();
+  EXPECT_TRUE(testing::within_tolerance(*got, *ref));
+  LayerConfig widest = config;
+  widest.num_sms = 4;
+  widest.comm_sms = 3;
+  widest.overlap_rows = 384;
+  for (const LayerConfig& knobs : {d1_knobs(config, s, seed), widest}) {
+    SCOPED_TRACE(::testing::Message() << "num_sms " << knobs.num_sms << " comm_sms " << knobs.comm_sms
+                                      << " overlap_rows " << knobs.overlap_rows);
+    auto again = testing::run_impl("megakernel", s, r, seed, knobs, true);
+    ASSERT_TRUE(again.ok()) << again.status().to_string();
+    EXPECT_TRUE(testing::bitwise_equal(*again, *got));
+  }
 }
 
 }  // namespace
