@@ -45,6 +45,15 @@ __global__ void gather_token_rows_kernel(const uint16_t* x, const int32_t* send_
   for (int64_t c = threadIdx.x; c < H / kVec; c += blockDim.x) out[c] = src[c];
 }
 
+// dst[r, c] = bf16(src[r, c]) for a [rows, cols] fp32 matrix (contiguous) into bf16 with row
+// stride ld.
+__global__ void round_to_bf16_kernel(const float* src, int64_t rows, int64_t cols, uint16_t* dst, int64_t ld) {
+  const int64_t total = rows * cols;
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
+    dst[(i / cols) * ld + i % cols] = bf16_bits_from_float(src[i]);
+}
+
 __global__ void swiglu_kernel(const uint16_t* h, int64_t rows, int64_t F, uint16_t* a) {
   const int64_t vecs_per_row = F / kVec, total = rows * vecs_per_row;
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total;
@@ -188,6 +197,14 @@ Status launch_swiglu(const uint16_t* h, int64_t rows, int64_t F, uint16_t* a, cu
   if (rows == 0) return Status::Ok();
   swiglu_kernel<<<elementwise_blocks(rows * F / kVec), 256, 0, stream>>>(h, rows, F, a);
   DETMOE_LAUNCH_RETURN("swiglu_kernel");
+  return Status::Ok();
+}
+
+Status launch_round_to_bf16(const float* src, int64_t rows, int64_t cols, uint16_t* dst, int64_t ld,
+                            cudaStream_t stream) {
+  if (rows == 0 || cols == 0) return Status::Ok();
+  round_to_bf16_kernel<<<elementwise_blocks(rows * cols), 256, 0, stream>>>(src, rows, cols, dst, ld);
+  DETMOE_LAUNCH_RETURN("round_to_bf16_kernel");
   return Status::Ok();
 }
 

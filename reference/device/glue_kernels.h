@@ -22,6 +22,10 @@ Status launch_gather_token_rows(const uint16_t* x, const int32_t* send_pos, int6
 // a[r, f] = bf16(swiglu(h[r, f], h[r, F + f])) for r < rows; h is [rows, 2F], a is [rows, F].
 Status launch_swiglu(const uint16_t* h, int64_t rows, int64_t F, uint16_t* a, cudaStream_t stream);
 
+// dst[r, c] = bf16(src[r, c]): src is [rows, cols] fp32, contiguous; dst has row stride ld.
+Status launch_round_to_bf16(const float* src, int64_t rows, int64_t cols, uint16_t* dst, int64_t ld,
+                            cudaStream_t stream);
+
 // dh[r, f] = bf16(dg), dh[r, F + f] = bf16(du) from h [rows, 2F] and da [rows, F] (fp32).
 Status launch_dswiglu(const uint16_t* h, const float* da, int64_t rows, int64_t F, uint16_t* dh, cudaStream_t stream);
 

@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "detmoe/cuda_status.h"
 #include "layer_state.h"
 
@@ -88,7 +90,11 @@ StatusOr<std::unique_ptr<ReferenceLayer>> ReferenceLayer::create(const Shape& sh
     r->device = exchange->device(slot);
     r->stream = exchange->stream(slot);
     DETMOE_CUDA_RETURN(cudaSetDevice(r->device));
-    DETMOE_RETURN_IF_ERROR(r->gemm.init(r->stream, options.cublas_workspace_bytes));
+    // A split bf16 weight gradient (ref::wgrad_tail_rows) sums in fp32 scratch before its one
+    // rounding: room for the largest, [2·max(F, Fs), H].
+    const int64_t split_scratch =
+        config.grad_precision == GradPrecision::kBF16 ? 2 * std::max(shape.F, shape.Fs) * shape.H : 0;
+    DETMOE_RETURN_IF_ERROR(r->gemm.init(r->stream, options.cublas_workspace_bytes, split_scratch));
     DETMOE_RETURN_IF_ERROR(r->plan.allocate(shape));
     ref::Carver measure;
     carve_rank(*r, measure, shape, impl->capacity_rows, impl->shared_rows, alias);

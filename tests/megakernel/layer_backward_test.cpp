@@ -108,6 +108,30 @@ TEST(MegakernelBackwardNamedShapes, MatchReference) {
 
 const Shape kShape{1000, 256, 192, 16, 4, 1, 128};
 
+// Long ragged row sums (the K of dW) against the oracle with no Σ|terms| clause: the clause grows
+// like the row count and let a reference that lost two rows' terms at 4226 rows pass (session 15,
+// cuBLAS). One expert of 4226 rows, and the backward property's counterexample, whose megakernel
+// run met the oracle at 0.12 of the rms clause alone while the reference failed it.
+TEST(MegakernelBackwardNamedShapes, RaggedRowCountsMatchOracleWithoutTheTermsClause) {
+  DETMOE_REQUIRE_GPU();
+  struct Ragged {
+    Shape shape;
+    const char* routing;
+  };
+  for (const Ragged& c : {Ragged{{4226, 64, 64, 1, 1, 1, 0}, "balanced"}, Ragged{{16384, 64, 64, 361, 10, 1, 0}, "zipf:1.570"}}) {
+    const Routing r = make_routing(c.shape, c.routing, 0);
+    for (const GradPrecision g : {GradPrecision::kFP32, GradPrecision::kBF16}) {
+      SCOPED_TRACE(::testing::Message() << c.shape.to_string() << " " << c.routing << ", " << to_string(g));
+      LayerConfig config;
+      config.grad_precision = g;
+      auto got = testing::run_impl("megakernel", c.shape, r, 0, config, true);
+      ASSERT_TRUE(got.ok()) << got.status().to_string();
+      EXPECT_TRUE(all_written(*got));
+      EXPECT_TRUE(within_tolerance(*got, testing::oracle_tensors(c.shape, r, 0, g, true)));
+    }
+  }
+}
+
 TEST(MegakernelBackwardD0, RerunsGiveIdenticalBitsWithOtherWorkBetween) {
   DETMOE_REQUIRE_GPU();
   const Routing r = make_routing(kShape, "zipf:1", 51);

@@ -281,6 +281,37 @@ TEST(ReferenceLayer, GroupedBatchedGemmsMatchOracleAndRerun) {
               format_bitwise_table(diff).c_str());
 }
 
+// Session 15: cuBLAS's one-call weight-gradient GEMM (cuBLAS 13.1.0.3, H200) dropped two rows'
+// terms at K = 4226 rows and at other K ≡ 1, 2 (mod 64), and the Σ|terms| clause let the reference
+// pass against the oracle (at 0.42 of that allowance) while the rms clause alone failed by 3–14×.
+// The reference now splits those GEMMs (ref::wgrad_tail_rows); here its weight gradients must
+// pass the oracle with no Σ|terms| clause: one expert of 4226 rows, and the backward property's
+// counterexample (its expert 9 has 4226 rows), per expert and grouped, fp32 and bf16.
+TEST(ReferenceLayer, RaggedRowCountsKeepEveryWeightGradientTerm) {
+  DETMOE_REQUIRE_GPU();
+  struct Case {
+    Shape shape;
+    const char* routing;
+  };
+  for (const Case& c : {Case{{4226, 64, 64, 1, 1, 1, 0}, "balanced"}, Case{{16384, 64, 64, 361, 10, 1, 0}, "zipf:1.570"}}) {
+    const Routing r = make_routing(c.shape, c.routing, 0);
+    for (const GradPrecision g : {GradPrecision::kFP32, GradPrecision::kBF16}) {
+      const auto oracle = oracle_tensors(c.shape, r, 0, g, true);
+      for (const ReferenceGemm mode : {ReferenceGemm::kPerExpert, ReferenceGemm::kGroupedBatched}) {
+        SCOPED_TRACE(::testing::Message() << c.shape.to_string() << " " << c.routing << ", " << to_string(g)
+                                          << " weight gradients, " << to_string(mode) << " GEMMs");
+        LayerConfig config;
+        config.grad_precision = g;
+        LayerSessionOptions options;
+        options.reference_gemm = mode;
+        auto sess = session(c.shape, r, 0, loopback(1), config, options);
+        ASSERT_TRUE(sess);
+        EXPECT_TRUE(within_tolerance(run(*sess), oracle));
+      }
+    }
+  }
+}
+
 // Captured once after plan(), replayed: the same bits as eager execution.
 TEST(ReferenceLayer, ForwardAndBackwardReplayFromACudaGraph) {
   DETMOE_REQUIRE_GPU();

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Session 15's seventh device call: the reference's split weight-gradient GEMMs (ref::wgrad_tail_rows)
+# on the H200 — the cuBLAS tests and sweep, the reference layer's tests (new: ragged row counts
+# against the oracle without the Σ|terms| clause), the megakernel's ragged/named/session-14 tests,
+# the reference's golden hashes (recorded afresh into $OUT/hashes when they moved), then the
+# backward property with 300 problems.
+#   OUT=dir BUDGET_S=420 bash ci/device-session15-fix.sh     (carry .devdeps)
+set -u
+cd "$(dirname "$0")/.."
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+exec > >(tee "$OUT/summary.txt") 2>&1
+start=$SECONDS
+left() { echo $(( ${BUDGET_S:-420} - (SECONDS - start) )); }
+step() { echo "== $1 ($(( SECONDS - start )) s in)"; }
+step build
+ci/device-build.sh build-device detmoe detmoe_layer_test cublas_wgrad_test cublas_wgrad_sweep_test reference_layer_test \
+  >"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
+source ci/device-env.sh
+B=build-device
+summary() { grep -E '^\[  (PASSED|FAILED)|FAILED  \]|SKIPPED  \]|failed [0-9]|Failure|worst error' "$1" | head -${2:-12}; }
+step "cublas_wgrad_test"; timeout 60 $B/tests/reference/cublas_wgrad_test >"$OUT/cublas.log" 2>&1; echo "exit $?"; summary "$OUT/cublas.log"
+step "sweep"; timeout 120 $B/tests/reference/cublas_wgrad_sweep_test >"$OUT/sweep.log" 2>&1; echo "exit $?"
+grep -E "^M=|reference's form|PASSED|FAILED" "$OUT/sweep.log" | head -40
+step "reference_layer_test"; timeout 150 $B/tests/reference/reference_layer_test >"$OUT/reference.log" 2>&1; echo "exit $?"; summary "$OUT/reference.log" 20
+step "megakernel tests"
+timeout 120 $B/tests/megakernel/detmoe_layer_test --gtest_filter='*Ragged*:*Session14*:MegakernelBackwardNamedShapes.*:Small/MegakernelBackward.*' >"$OUT/mk.log" 2>&1
+echo "exit $?"; summary "$OUT/mk.log"
+step "golden check reference"
+timeout 120 $B/detmoe golden check --impl reference >"$OUT/golden.log" 2>&1; rc=$?; echo "exit $rc"; tail -25 "$OUT/golden.log"
+if [ $rc -ne 0 ]; then
+  mkdir -p "$OUT/hashes"; cp golden/hashes/*.json "$OUT/hashes/"
+  timeout 120 $B/detmoe golden record --impl reference --dir "$OUT/hashes" >"$OUT/golden-record.log" 2>&1; echo "record exit $?"; tail -5 "$OUT/golden-record.log"
+fi
+if [ "$(left)" -gt 60 ]; then
+  step "property ($(left) s left)"
+  RC_PARAMS="max_success=300" timeout $(( $(left) - 15 )) $B/tests/megakernel/detmoe_layer_test --gtest_filter='MegakernelBackwardProperty.Random*' >"$OUT/property.log" 2>&1
+  echo "property exit $?"; grep -E 'OK, passed|Falsifiable|Gave up|PASSED|FAILED' "$OUT/property.log" | head -4
+  grep -A12 'Falsifiable' "$OUT/property.log" | head -30
+fi
+step done
