@@ -3,12 +3,8 @@
 # tests/reference/cublas_wgrad_test) or the layer's (one expert of exactly 4226 rows through
 # `detmoe verify --impl reference`)?
 #   OUT=dir bash ci/device-session15-cublas.sh     (carry .devdeps)
-set -u
-cd "$(dirname "$0")/.."
-OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
-exec > >(tee "$OUT/summary.txt") 2>&1
-ci/device-build.sh build-device detmoe cublas_wgrad_test >"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
-source ci/device-env.sh
+source "$(dirname "$0")/device-call.sh"
+build_device detmoe cublas_wgrad_test
 B=build-device
 timeout 120 $B/tests/reference/cublas_wgrad_test >"$OUT/cublas.log" 2>&1; echo "cublas_wgrad_test exit $?"
 grep -E "^\[ +(OK|FAILED|PASSED) |worst error" "$OUT/cublas.log" | head -40

@@ -3,12 +3,8 @@
 # and L2 traffic than cuBLAS (2-CTA clusters with TMA multicast) for the same dense GEMM? The
 # deepseek forward's ncu (call 1) showed the megakernel moving 1.8× the reference's L2 bytes.
 #   OUT=dir bash ci/device-session15-energy.sh     (carry .devdeps)
-set -u
-cd "$(dirname "$0")/.."
-OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
-exec > >(tee "$OUT/summary.txt") 2>&1
-ci/device-build.sh build-device detmoe_perf_gemm >"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
-source ci/device-env.sh
+source "$(dirname "$0")/device-call.sh"
+build_device detmoe_perf_gemm
 G=build-device/perf/detmoe_perf_gemm
 for round in 1 2; do
   timeout 150 $G --benchmark_filter='gemm/dense/(forward|data_grad)_8192' --benchmark_out="$OUT/dense-$round.json" \

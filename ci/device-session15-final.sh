@@ -4,15 +4,9 @@
 # (three cases moved with the split weight-gradient GEMMs: small-zipf1, small-hot,
 # small-cancel-shared-ep2); then a same-run zipf1 bench of the megakernel and the (split) reference.
 #   OUT=dir bash ci/device-session15-final.sh     (carry .devdeps)
-set -u
-cd "$(dirname "$0")/.."
-OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
-exec > >(tee "$OUT/summary.txt") 2>&1
-start=$SECONDS
-step() { echo "== $1 ($(( SECONDS - start )) s in)"; }
+source "$(dirname "$0")/device-call.sh"
 step build
-ci/device-build.sh build-device detmoe detmoe_layer_test detmoe_perf_layer >"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
-source ci/device-env.sh
+build_device detmoe detmoe_layer_test detmoe_perf_layer
 B=build-device
 step "megakernel tests"
 timeout 150 $B/tests/megakernel/detmoe_layer_test --gtest_filter='*Ragged*:*Session14*:Small/MegakernelBackward.*' >"$OUT/mk.log" 2>&1

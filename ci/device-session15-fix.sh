@@ -5,17 +5,9 @@
 # the reference's golden hashes (recorded afresh into $OUT/hashes when they moved), then the
 # backward property with 300 problems.
 #   OUT=dir BUDGET_S=420 bash ci/device-session15-fix.sh     (carry .devdeps)
-set -u
-cd "$(dirname "$0")/.."
-OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
-exec > >(tee "$OUT/summary.txt") 2>&1
-start=$SECONDS
-left() { echo $(( ${BUDGET_S:-420} - (SECONDS - start) )); }
-step() { echo "== $1 ($(( SECONDS - start )) s in)"; }
+source "$(dirname "$0")/device-call.sh"
 step build
-ci/device-build.sh build-device detmoe detmoe_layer_test cublas_wgrad_test cublas_wgrad_sweep_test reference_layer_test \
-  >"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
-source ci/device-env.sh
+build_device detmoe detmoe_layer_test cublas_wgrad_test cublas_wgrad_sweep_test reference_layer_test
 B=build-device
 summary() { grep -E '^\[  (PASSED|FAILED)|FAILED  \]|SKIPPED  \]|failed [0-9]|Failure|worst error' "$1" | head -${2:-12}; }
 step "cublas_wgrad_test"; timeout 60 $B/tests/reference/cublas_wgrad_test >"$OUT/cublas.log" 2>&1; echo "exit $?"; summary "$OUT/cublas.log"

@@ -4,15 +4,9 @@
 # replayed with the comparison table printed, and both implementations against the fp64 oracle
 # (with the Σ|terms| clause) in fp32 and bf16 weight gradients.
 #   OUT=dir bash ci/device-session15-property.sh     (carry .devdeps)
-set -u
-cd "$(dirname "$0")/.."
-OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
-exec > >(tee "$OUT/summary.txt") 2>&1
-start=$SECONDS
-step() { echo "== $1 ($(( SECONDS - start )) s in)"; }
+source "$(dirname "$0")/device-call.sh"
 step build
-ci/device-build.sh build-device detmoe detmoe_layer_test >"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
-source ci/device-env.sh
+build_device detmoe detmoe_layer_test
 B=build-device
 step "replay"
 RC_PARAMS="${REPRO:-reproduce=B4SbldWYrVmcuVGbgY2bydXYyRGIrAiYhN2a3FmckBidzBiclZWZyVmbjVGLgQUMarYP_H8JYe4MvLjispdldaT1fhkNeLf_kh3afJ2So4HgACIgACYAAsyWAAAAFsACAAAD}" \

@@ -3,11 +3,7 @@
 # GEMM gets wrong, at which output sizes, and whether the head + 128-row-block tail form is clean
 # (tests/reference/cublas_wgrad_sweep_test).
 #   OUT=dir bash ci/device-session15-sweep.sh     (carry .devdeps)
-set -u
-cd "$(dirname "$0")/.."
-OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
-exec > >(tee "$OUT/summary.txt") 2>&1
-ci/device-build.sh build-device cublas_wgrad_sweep_test >"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
-source ci/device-env.sh
+source "$(dirname "$0")/device-call.sh"
+build_device cublas_wgrad_sweep_test
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; ls /usr/local/cuda/lib64/libcublas.so.* 2>/dev/null | head -3
 timeout 300 build-device/tests/reference/cublas_wgrad_sweep_test 2>&1 | tee "$OUT/sweep.log" | grep -vE '^\[ +RUN' | tail -40

@@ -6,12 +6,8 @@
 #   detmoe run --write-inputs .ab/in.safetensors --T 16384 --H 64 --F 64 --E 361 --k 10 --routing zipf:1.570 --seed 0
 #   (and .ab/st.py: a numpy safetensors reader, load(path) -> {name: array}), then
 #   OUT=dir bash ci/device-session15-wgrad-diff.sh     (carry .devdeps .ab)
-set -u
-cd "$(dirname "$0")/.."
-OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
-exec > >(tee "$OUT/summary.txt") 2>&1
-ci/device-build.sh build-device detmoe >"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
-source ci/device-env.sh
+source "$(dirname "$0")/device-call.sh"
+build_device detmoe
 for impl in reference megakernel; do
   build-device/detmoe run --impl $impl --inputs .ab/in.safetensors --outputs /tmp/$impl.safetensors 2>&1 | tail -2
 done

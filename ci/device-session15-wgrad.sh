@@ -5,15 +5,9 @@
 # by up to 14× the rms allowance (passing only by Σ|terms|) at T=16384 E=361 k=10 zipf:1.57
 # where the megakernel's were within 0.12 of it.
 #   OUT=dir bash ci/device-session15-wgrad.sh     (carry .devdeps)
-set -u
-cd "$(dirname "$0")/.."
-OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
-exec > >(tee "$OUT/summary.txt") 2>&1
-start=$SECONDS
-step() { echo "== $1 ($(( SECONDS - start )) s in)"; }
+source "$(dirname "$0")/device-call.sh"
 step build
-ci/device-build.sh build-device detmoe >"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
-source ci/device-env.sh
+build_device detmoe
 B=build-device
 n=0
 while read -r T E k routing extra; do

@@ -5,16 +5,9 @@
 # (fwd and fwd+bwd, joules per step, task timelines); then ncu's DRAM/L2 bytes and instruction
 # counts of one deepseek-v3 forward step of each (where the reference spends less energy).
 #   OUT=dir BUDGET_S=560 bash ci/device-session15.sh     (carry .devdeps)
-set -u
-cd "$(dirname "$0")/.."
-OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
-exec > >(tee "$OUT/summary.txt") 2>&1
-start=$SECONDS
-left() { echo $(( ${BUDGET_S:-560} - (SECONDS - start) )); }
-step() { echo "== $1 ($(( SECONDS - start )) s in)"; }
+source "$(dirname "$0")/device-call.sh"
 step build
-ci/device-build.sh build-device detmoe detmoe_perf_layer detmoe_layer_test >"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
-source ci/device-env.sh
+build_device detmoe detmoe_perf_layer detmoe_layer_test
 B=build-device; T=$B/tests/megakernel/detmoe_layer_test
 step "tests"
 timeout 120 $T --gtest_filter='MegakernelPropertyKnobs.*:MegakernelBackwardProperty.Session14*:*Backward*-*NamedShapes*:*Property*:MegakernelCombine.*' >"$OUT/tests.log" 2>&1

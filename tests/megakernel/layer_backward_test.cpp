@@ -114,11 +114,7 @@ const Shape kShape{1000, 256, 192, 16, 4, 1, 128};
 // run met the oracle at 0.12 of the rms clause alone while the reference failed it.
 TEST(MegakernelBackwardNamedShapes, RaggedRowCountsMatchOracleWithoutTheTermsClause) {
   DETMOE_REQUIRE_GPU();
-  struct Ragged {
-    Shape shape;
-    const char* routing;
-  };
-  for (const Ragged& c : {Ragged{{4226, 64, 64, 1, 1, 1, 0}, "balanced"}, Ragged{{16384, 64, 64, 361, 10, 1, 0}, "zipf:1.570"}}) {
+  for (const testing::RaggedCase& c : testing::ragged_row_count_cases()) {
     const Routing r = make_routing(c.shape, c.routing, 0);
     for (const GradPrecision g : {GradPrecision::kFP32, GradPrecision::kBF16}) {
       SCOPED_TRACE(::testing::Message() << c.shape.to_string() << " " << c.routing << ", " << to_string(g));

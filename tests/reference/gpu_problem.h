@@ -49,6 +49,18 @@ inline OracleReference oracle_reference(const Shape& shape, const Routing& routi
   return {oracle_output_tensors(out, shape, opt), oracle_magnitude_tensors(out, shape)};
 }
 
+// Long, ragged weight-gradient sums, seed 0: one expert of 4226 rows (cuBLAS 13.1's one-call dW
+// lost two rows' terms there, session 15) and the backward property's counterexample, whose
+// expert 9 has 4226 rows. The GPU tests compare them with the oracle without the Σ|terms| clause.
+struct RaggedCase {
+  Shape shape;
+  const char* routing;
+};
+
+inline std::vector<RaggedCase> ragged_row_count_cases() {
+  return {{{4226, 64, 64, 1, 1, 1, 0}, "balanced"}, {{16384, 64, 64, 361, 10, 1, 0}, "zipf:1.570"}};
+}
+
 inline std::shared_ptr<RowExchange> loopback(int ranks) {
   return std::shared_ptr<RowExchange>(make_loopback_exchange(ranks).value());
 }

@@ -289,11 +289,7 @@ TEST(ReferenceLayer, GroupedBatchedGemmsMatchOracleAndRerun) {
 // counterexample (its expert 9 has 4226 rows), per expert and grouped, fp32 and bf16.
 TEST(ReferenceLayer, RaggedRowCountsKeepEveryWeightGradientTerm) {
   DETMOE_REQUIRE_GPU();
-  struct Case {
-    Shape shape;
-    const char* routing;
-  };
-  for (const Case& c : {Case{{4226, 64, 64, 1, 1, 1, 0}, "balanced"}, Case{{16384, 64, 64, 361, 10, 1, 0}, "zipf:1.570"}}) {
+  for (const testing::RaggedCase& c : testing::ragged_row_count_cases()) {
     const Routing r = make_routing(c.shape, c.routing, 0);
     for (const GradPrecision g : {GradPrecision::kFP32, GradPrecision::kBF16}) {
       const auto oracle = oracle_tensors(c.shape, r, 0, g, true);

@@ -1,0 +1,17 @@
+# Preamble of a device call's script (source it first, from a script in ci/): the repository
+# root as working directory; $OUT (default /tmp/out) created and everything printed also written
+# to $OUT/summary.txt; `step NAME` prints the seconds since the start, `left` what remains of
+# BUDGET_S (default 560); `build_device TARGET...` builds them into build-device (log in
+# $OUT/build.log, its tail and exit on failure) and sources ci/device-env.sh.
+set -u
+cd "$(dirname "${BASH_SOURCE[1]}")/.."
+OUT=${OUT:-/tmp/out}
+mkdir -p "$OUT"
+exec > >(tee "$OUT/summary.txt") 2>&1
+device_call_start=$SECONDS
+step() { echo "== $1 ($(( SECONDS - device_call_start )) s in)"; }
+left() { echo $(( ${BUDGET_S:-560} - (SECONDS - device_call_start) )); }
+build_device() {
+  ci/device-build.sh build-device "$@" >"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
+  source ci/device-env.sh
+}
