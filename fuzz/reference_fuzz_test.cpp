@@ -65,8 +65,8 @@ TEST_P(LayerFuzz, MatchesOracleWritesEverythingAndIsDeterministic) {
     const Routing r = testing::make_routing(p.shape, p.routing, p.seed);
     LayerConfig config;
     config.grad_precision = *rc::gen::element(GradPrecision::kFP32, GradPrecision::kBF16);
-    // h saved or not, where the backward can do without it (the seam says which cannot).
-    config.save_h = *rc::gen::arbitrary<bool>() || (backward && layer_session_backward_needs_saved_h(impl));
+    // h saved or not (both backwards recompute it when it is not).
+    config.save_h = *rc::gen::arbitrary<bool>();
     auto sess = ProblemSession::create(impl, p.shape, r, p.seed, testing::loopback(static_cast<int>(p.shape.P)), config);
     RC_ASSERT(sess.ok());
     auto first = (*sess)->run(backward);

@@ -71,12 +71,10 @@ struct Row {
   const char* name;
   bool has_backward;
   bool loopback_only;  // every rank on one GPU in one launch (the megakernel until its NCCL exchange)
-  bool backward_needs_saved_h;  // the backward refuses LayerConfig::save_h = false (the megakernel's: no recompute yet)
   StatusOr<std::unique_ptr<LayerSession>> (*make)(const Shape&, const LayerConfig&, std::shared_ptr<RowExchange>,
                                                   const LayerSessionOptions&);
 };
-constexpr Row kRows[] = {{"reference", true, false, false, &make_reference},
-                         {"megakernel", true, true, true, &make_megakernel}};
+constexpr Row kRows[] = {{"reference", true, false, &make_reference}, {"megakernel", true, true, &make_megakernel}};
 
 const Row* find_row(std::string_view impl) {
   for (const Row& r : kRows)
@@ -94,11 +92,6 @@ bool layer_session_has_backward(std::string_view impl) {
 bool layer_session_loopback_only(std::string_view impl) {
   const Row* r = find_row(impl);
   return r != nullptr && r->loopback_only;
-}
-
-bool layer_session_backward_needs_saved_h(std::string_view impl) {
-  const Row* r = find_row(impl);
-  return r != nullptr && r->backward_needs_saved_h;
 }
 
 StatusOr<std::vector<LayerTaskTrace>> LayerSession::task_trace() const {

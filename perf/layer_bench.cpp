@@ -32,9 +32,9 @@
 //            Default 0 (two warm-up steps only, as the stored baselines were measured).
 //   --grad-dtype=bf16: weight gradients in bf16 (default fp32), as the PyTorch op computes them
 //            for bf16 weights; adds "/bf16-grads" to the fwd+bwd names.
-//   --no-save-h: the megakernel with LayerConfig::save_h off (GEMM1 stores a only): what the h
-//            stores cost the forward. Adds "/no-save-h" to the name; forward only (the
-//            megakernel's backward needs h: recomputing it is not built).
+//   --no-save-h: LayerConfig::save_h off (GEMM1 stores a only; the backward recomputes h): what
+//            the h stores cost the forward and the recompute the backward. Adds "/no-save-h" to
+//            the name.
 //   --knobs=C:R[,C:R...]: megakernel LayerConfig settings to time, comm_sms C and overlap_rows R
 //            (default 0:0); a setting other than 0:0 adds "/comm<C>-rows<R>" to the name. The
 //            knobs change speed only, never bits (D1), so this is how their effect is measured.
@@ -445,8 +445,6 @@ int main(int argc, char** argv) {
         for (const Variant& v : variants)
           for (bool backward : {false, true}) {
             if (backward && !layer_session_has_backward(impl)) continue;
-            // A backward that needs the saved h: a --no-save-h variant is timed forward only.
-            if (backward && !v.save_h && layer_session_backward_needs_saved_h(impl)) continue;
             const std::string name = impl + "/" + shape + "/" + routing + "/" + (backward ? "fwd+bwd" : "fwd") +
                                      variant_suffix(v) + (backward && o.bf16_grads ? "/bf16-grads" : "");
             benchmark::RegisterBenchmark(name.c_str(), bench_layer, impl, shape, routing, backward, v, o.seed, name)

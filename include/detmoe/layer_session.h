@@ -60,9 +60,6 @@ bool layer_session_has_backward(std::string_view impl);
 // Whether `impl` runs only loopback exchanges (every rank on one GPU): make_layer_session refuses
 // any other with kNotImplemented, and a command can say so before it looks for a device.
 bool layer_session_loopback_only(std::string_view impl);
-// Whether `impl`'s backward needs LayerConfig::save_h (the megakernel's: recomputing h is not
-// built, so it refuses save_h = false with kNotImplemented); answerable without a GPU.
-bool layer_session_backward_needs_saved_h(std::string_view impl);
 
 class DeviceProblem;
 // One step of `session` on `problem` as the harness runs it: every output poisoned with NaN,

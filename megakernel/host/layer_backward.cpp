@@ -1,6 +1,7 @@
 // detmoe::Layer::backward: argument checks and the backward kernel's TMA maps; the launch is in
 // layer_backward_launch.cu. The backward reads what the last forward saved in the workspace, so
-// it needs that forward's inputs (checked by pointer) and LayerConfig::save_h.
+// it needs that forward's inputs (checked by pointer); with LayerConfig::save_h = false it first
+// recomputes h (recompute_h.h).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -9,6 +10,7 @@
 #include "detmoe/layer.h"
 #include "megakernel/host/layer_impl.h"
 #include "megakernel/host/layer_kernel.h"
+#include "megakernel/host/recompute_h.h"
 #include "megakernel/host/tensor_map.h"
 
 namespace detmoe {
@@ -41,11 +43,6 @@ Status Layer::backward(const LayerBackwardArgs& args, cudaStream_t stream) {
     return invalid_argument(
         "backward: no forward to differentiate — run forward() first (and again after synchronize() reported a "
         "fault)");
-  if (!m.config.save_h)
-    return {ErrorCode::kNotImplemented,
-            "megakernel backward with LayerConfig::save_h = false (recomputing h inside the backward) is not built "
-            "yet; use save_h = true"};
-
   if (m.backward_memory == nullptr) {
     // The first backward allocates the backward's buffers (a forward-only Layer never holds
     // them). cudaMalloc is not a stream operation: refused while the stream is being captured.
@@ -58,6 +55,9 @@ Status Layer::backward(const LayerBackwardArgs& args, cudaStream_t stream) {
           static_cast<double>(m.sizes.backward_bytes) / 1e9));
     DETMOE_CUDA_RETURN(cudaMalloc(&m.backward_memory, static_cast<size_t>(std::max<int64_t>(m.sizes.backward_bytes, 256))));
     mk::layout_backward_workspace(reinterpret_cast<uintptr_t>(m.backward_memory), m.sizes, m.ws);
+    if (!m.config.save_h)
+      DETMOE_CUDA_RETURN(cudaMalloc(reinterpret_cast<void**>(&m.recompute_offsets),
+                                    static_cast<size_t>(P * (sh.experts_per_rank() + 1)) * sizeof(int32_t)));
   }
 
   mk::BackwardParams bp{};
@@ -113,6 +113,13 @@ Status Layer::backward(const LayerBackwardArgs& args, cudaStream_t stream) {
       DETMOE_RETURN_IF_ERROR(encode_grad_map(gm.dws_down, out.dws_down, H, Fs, fp32));
       DETMOE_RETURN_IF_ERROR(encode_grad_map(gm.dws_gate_up, out.dws_gate_up, 2 * Fs, H, fp32));
     }
+  }
+  if (!m.config.save_h) {
+    // h was not kept: recompute it into dh, which the dSwiGLU epilogue reads it from and then
+    // overwrites tile by tile (each tile reads only its own h columns, before it stores them).
+    DETMOE_RETURN_IF_ERROR(mk::recompute_h(sh, m.sizes.capacity, m.ws, args.inputs, m.recompute_offsets, stream));
+    bp.f.h_store = bp.dh_k;
+    if (Fs > 0) bp.f.hs_store = bp.dhs_k;
   }
   return mk::launch_backward_kernel(bp, m.grid, stream);
 }

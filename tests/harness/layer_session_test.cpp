@@ -34,11 +34,10 @@ TEST(LayerSession, KnowsTheTwoImplementations) {
   EXPECT_EQ(layer_session_impls(), (std::vector<std::string>{"reference", "megakernel"}));
 }
 
-TEST(LayerSession, SaysWhichBackwardNeedsTheSavedH) {
+TEST(LayerSession, SaysWhichHaveABackward) {
   EXPECT_TRUE(layer_session_has_backward("megakernel"));
-  EXPECT_TRUE(layer_session_backward_needs_saved_h("megakernel"));
-  EXPECT_FALSE(layer_session_backward_needs_saved_h("reference"));
-  EXPECT_FALSE(layer_session_backward_needs_saved_h("fused-v2"));
+  EXPECT_TRUE(layer_session_has_backward("reference"));
+  EXPECT_FALSE(layer_session_has_backward("fused-v2"));
 }
 
 TEST(LayerSession, AnUnknownImplementationIsNamedWithTheKnownOnes) {

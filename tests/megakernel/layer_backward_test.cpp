@@ -307,16 +307,38 @@ TEST(MegakernelBackwardErrors, WithoutAForwardOrWithOtherInputsIsRefused) {
   EXPECT_TRUE(layer.synchronize((*c)->stream()).ok());
 }
 
-TEST(MegakernelBackwardErrors, WithoutSavedHIsNotImplementedYet) {
+// LayerConfig::save_h = false: the backward recomputes h with the GEMM core into dh before its
+// launch. Every output, forward and backward, must have the saved-h run's bits (issue 18), with
+// and without a shared expert, over loopback ranks, in bf16 weight gradients, and on fewer SMs.
+TEST(MegakernelBackwardSaveH, RecomputedHGivesTheSavedBits) {
   DETMOE_REQUIRE_GPU();
-  const Shape s{64, 128, 64, 4, 2, 1, 0};
-  LayerConfig config;
-  config.save_h = false;
-  auto c = MegakernelCase::create(s, make_routing(s, "balanced", 59), 59, config);
-  ASSERT_TRUE(c.ok()) << c.status().to_string();
-  auto got = (*c)->run(true);
-  ASSERT_FALSE(got.ok());
-  EXPECT_EQ(got.status().code(), ErrorCode::kNotImplemented) << got.status().to_string();
+  const Case cases[] = {
+      {find_named_shape("small").value(), "zipf1", GradPrecision::kFP32},
+      {find_named_shape("small-shared").value(), "balanced", GradPrecision::kFP32},
+      {testing::shape_with(find_named_shape("small-shared").value(), 2), "hot:0.3", GradPrecision::kBF16},
+      {{300, 128, 192, 8, 2, 4, 64}, "zipf:1.3", GradPrecision::kFP32},
+      {{4226, 64, 64, 1, 1, 1, 0}, "balanced", GradPrecision::kFP32},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(::testing::Message() << c.shape.to_string() << " " << c.routing << " " << to_string(c.grad));
+    const Routing r = make_routing(c.shape, c.routing, 61);
+    LayerConfig saved;
+    saved.grad_precision = c.grad;
+    LayerConfig recomputed = saved;
+    recomputed.save_h = false;
+    auto a = testing::run_impl("megakernel", c.shape, r, 61, saved, true);
+    auto b = testing::run_impl("megakernel", c.shape, r, 61, recomputed, true);
+    ASSERT_TRUE(a.ok()) << a.status().to_string();
+    ASSERT_TRUE(b.ok()) << b.status().to_string();
+    EXPECT_TRUE(all_written(*b));
+    EXPECT_TRUE(bitwise_equal(*b, *a));
+    LayerConfig fewer = recomputed;
+    fewer.num_sms = static_cast<int32_t>(std::max<int64_t>(c.shape.P, 17));
+    fewer.comm_sms = static_cast<int32_t>(c.shape.P);
+    auto d1 = testing::run_impl("megakernel", c.shape, r, 61, fewer, true);
+    ASSERT_TRUE(d1.ok()) << d1.status().to_string();
+    EXPECT_TRUE(bitwise_equal(*d1, *a));
+  }
 }
 
 }  // namespace

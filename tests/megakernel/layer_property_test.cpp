@@ -122,8 +122,9 @@ TEST(MegakernelProperty, RandomProblemsMatchReferenceAndAreScheduleInvariant) {
 
 // The same problems through forward + backward (issue 18): every gradient within tolerance of the
 // reference's, everything written, and a rerun with fewer SMs and drawn comm/overlap knobs bitwise
-// equal (D1), in fp32 or bf16 weight gradients. Problems whose weight gradients exceed 2·10⁷
-// elements per rank are discarded (they are downloaded and compared on the host).
+// equal (D1), in fp32 or bf16 weight gradients, with h saved or recomputed. Problems whose
+// weight gradients exceed 2·10⁷ elements per rank are discarded (they are downloaded and
+// compared on the host).
 TEST(MegakernelBackwardProperty, RandomProblemsMatchReferenceAndAreScheduleInvariant) {
   DETMOE_REQUIRE_GPU();
   const bool ok = rc::check("megakernel forward + backward vs reference, D1", [] {
@@ -132,6 +133,8 @@ TEST(MegakernelBackwardProperty, RandomProblemsMatchReferenceAndAreScheduleInvar
     RC_TAG(c.routing);
     LayerConfig config;
     config.grad_precision = *rc::gen::element(GradPrecision::kFP32, GradPrecision::kBF16);
+    config.save_h = *rc::gen::element(true, false);  // false: the backward recomputes h
+    RC_TAG(config.save_h ? "h saved" : "h recomputed");
     const Routing r = testing::make_routing(c.shape, c.routing, c.seed);
     auto got = testing::run_impl("megakernel", c.shape, r, c.seed, config, true);
     DETMOE_RC_ASSERT_OK(got);
