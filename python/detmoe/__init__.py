@@ -55,7 +55,7 @@ def moe(x, topk_idx, topk_w, w_gate, w_up, w_down, shared=None, *, impl="auto", 
     This stacks w_gate and w_up (one copy per call); detmoe.MoE and moe_stacked() hold them
     stacked and copy nothing. impl: "auto" (the fastest path whose bits are the contract's: the
     reference for training, the megakernel forward where it is faster or under CUDA-graph
-    capture), "reference" or "megakernel" (forward only for now). grad_dtype: the precision the
+    capture), "reference" or "megakernel" (the fused forward and backward). grad_dtype: the precision the
     weight gradients are computed in, torch.float32 or torch.bfloat16; None (default) = the
     weights' dtype. A gradient reaches its weight in the weight's dtype (torch's rule), so
     fp32 gradients for bf16 weights would be computed and then rounded by torch: on gpt-oss-120b

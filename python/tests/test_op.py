@@ -171,14 +171,13 @@ class CpuSide(unittest.TestCase):
         self.assertEqual(detmoe.resolve_impl(8192, 7168, 2048, 32, 8, capturing=True), "megakernel")
         self.assertEqual(detmoe.resolve_impl(16384, 2048, 768, 128, 8), "megakernel")
         self.assertEqual(detmoe.resolve_impl(8192, 7168, 2048, 32, 8), "reference")
-        with self.assertRaises(NotImplementedError):
-            detmoe.resolve_impl(64, 256, 128, 16, 4, impl="megakernel", backward=True)
+        self.assertEqual(detmoe.resolve_impl(64, 256, 128, 16, 4, impl="megakernel", backward=True), "megakernel")
 
 
 @unittest.skipUnless(HAS_GPU, NO_GPU)
 class Gpu(unittest.TestCase):
-    def check_against_fp64(self, p, grad_dtype, label):
-        got = run(p, grad_dtype=grad_dtype)
+    def check_against_fp64(self, p, grad_dtype, label, **kw):
+        got = run(p, grad_dtype=grad_dtype, **kw)
         want, mag = fp64_layer.reference(p["x"], p["topk_idx"], p["topk_w"], p["w_gate_up"], p["w_down"],
                                          p["ws_gate_up"], p["ws_down"], p["dout"])
         worst = {}
@@ -197,6 +196,22 @@ class Gpu(unittest.TestCase):
                 for grad_dtype in (torch.float32, torch.bfloat16):
                     p = problem(Fs=Fs, routing=routing, seed=Fs + len(routing))
                     self.check_against_fp64(p, grad_dtype, f"Fs={Fs} {routing} {grad_dtype}")
+
+    def test_megakernel_training_step(self):
+        # The fused backward from PyTorch (impl="megakernel"): every gradient against the fp64
+        # layer, out bitwise the reference's, a rerun and save_h off bitwise the first run.
+        for Fs, routing, grad_dtype in ((0, "uniform", torch.float32), (64, "hot", torch.bfloat16), (64, "empty", torch.float32)):
+            p = problem(Fs=Fs, routing=routing, seed=40 + Fs)
+            label = f"megakernel Fs={Fs} {routing} {grad_dtype}"
+            self.check_against_fp64(p, grad_dtype, label, impl="megakernel")
+            first = run(p, impl="megakernel", grad_dtype=grad_dtype)
+            again = run(p, impl="megakernel", grad_dtype=grad_dtype)
+            recomputed = run(p, impl="megakernel", grad_dtype=grad_dtype, save_h=False)
+            for n in first:
+                self.assertTrue(bitwise_equal(first[n], again[n]), f"{label}: {n} on a rerun")
+                self.assertTrue(bitwise_equal(first[n], recomputed[n]), f"{label}: {n} with save_h off")
+            ref = run(p, impl="reference", grad_dtype=grad_dtype)
+            self.assertTrue(bitwise_equal(first["out"], ref["out"]), label)
 
     def test_fp32_master_weights_get_fp32_gradients(self):
         p = problem(wdtype=torch.float32, seed=5)
