@@ -185,9 +185,16 @@ Impl resolve(const std::string& impl, const Shape& s, bool backward, bool stream
 // Autograd contexts: every forward returns a one-element int64 CPU tensor holding a context id
 // (0 when nothing is kept); the id names the leased layer whose workspace holds the saved
 // activations. The tensor's storage owns the lease: when autograd frees it, the layer is idle again.
+// A megakernel context also keeps the forward's converted topk_idx (int32) and topk_w (fp32): the
+// fused backward must get the very tensors its forward read (Layer::backward checks the pointers),
+// and a conversion made again in the backward is a new tensor.
+struct Saved {
+  std::shared_ptr<Lease> lease;
+  at::Tensor idx, w;
+};
 struct Contexts {
   std::mutex mutex;
-  std::unordered_map<int64_t, std::shared_ptr<Lease>> leases;
+  std::unordered_map<int64_t, Saved> leases;
   std::atomic<int64_t> next{1};
 };
 Contexts& contexts() {
@@ -195,19 +202,19 @@ Contexts& contexts() {
   return *c;
 }
 
-at::Tensor context_tensor(std::shared_ptr<Lease> lease) {
+at::Tensor context_tensor(Saved saved) {
   Contexts& c = contexts();
   const int64_t id = c.next++;
   {
     std::lock_guard<std::mutex> lock(c.mutex);
-    c.leases.emplace(id, std::move(lease));
+    c.leases.emplace(id, std::move(saved));
   }
   auto* cell = new int64_t(id);
   return at::from_blob(
       cell, {1},
       [](void* p) {
         auto* cell = static_cast<int64_t*>(p);
-        std::shared_ptr<Lease> dropped;  // released outside the lock
+        Saved dropped;  // released outside the lock
         {
           std::lock_guard<std::mutex> lock(contexts().mutex);
           auto it = contexts().leases.find(*cell);
@@ -221,7 +228,7 @@ at::Tensor context_tensor(std::shared_ptr<Lease> lease) {
       at::TensorOptions().dtype(at::kLong).device(at::kCPU));
 }
 
-std::shared_ptr<Lease> lease_of(const at::Tensor& ctx) {
+Saved saved_of(const at::Tensor& ctx) {
   DETMOE_OP_CHECK(VALUE, ctx.device().is_cpu() && ctx.scalar_type() == at::kLong && ctx.numel() == 1,
                     "ctx is not a context returned by detmoe::forward with save_context=True");
   const int64_t id = ctx.data_ptr<int64_t>()[0];
@@ -278,7 +285,8 @@ std::tuple<at::Tensor, at::Tensor> forward_op(const at::Tensor& x, const at::Ten
     check(layer.megakernel->forward({{&d_in, 1}, {&d_out, 1}}, stream));
     check(record_launch(layer, stream, captured));
   }
-  return {out, save_context ? context_tensor(lease) : none};
+  if (!save_context) return {out, none};
+  return {out, context_tensor(which == Impl::kMegakernel ? Saved{lease, in.idx, in.w} : Saved{lease, {}, {}})};
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> backward_op(
@@ -303,8 +311,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tenso
     dw_gate_up.zero_(), dw_down.zero_(), dws_gate_up.zero_(), dws_down.zero_();
     return {d_x, d_w, dw_gate_up, dw_down, dws_gate_up, dws_down};
   }
-  const std::shared_ptr<Lease> lease = lease_of(ctx);
-  PooledLayer& layer = lease->layer();
+  const Saved saved = saved_of(ctx);
+  PooledLayer& layer = saved.lease->layer();
   DETMOE_OP_CHECK(VALUE, layer.key.shape == s, "ctx belongs to a forward of shape ", layer.key.shape.to_string(),
                     "; this backward has ", s.to_string());
   DETMOE_OP_CHECK(VALUE, (layer.key.grad_precision == GradPrecision::kFP32) == grad_fp32, "grad_fp32 = ", grad_fp32,
@@ -313,7 +321,11 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tenso
   const bool megakernel = layer.key.impl == Impl::kMegakernel;
   DETMOE_OP_CHECK(VALUE, megakernel || stream == layer.key.stream, "backward runs on another CUDA stream than its "
                     "forward; the reference layer is bound to the forward's stream");
-  const DeviceLayerInputs d_in = in.device();
+  DeviceLayerInputs d_in = in.device();
+  if (megakernel) {  // the forward's own converted routing tensors (see Saved)
+    d_in.topk_idx = saved.idx.data_ptr<int32_t>();
+    d_in.topk_w = saved.w.data_ptr<float>();
+  }
   DeviceGradInputs d_grad;
   d_grad.dout = static_cast<const uint16_t*>(dout.data_ptr());
   DeviceGradOutputs d_out;
