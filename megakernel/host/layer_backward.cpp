@@ -55,9 +55,6 @@ Status Layer::backward(const LayerBackwardArgs& args, cudaStream_t stream) {
           static_cast<double>(m.sizes.backward_bytes) / 1e9));
     DETMOE_CUDA_RETURN(cudaMalloc(&m.backward_memory, static_cast<size_t>(std::max<int64_t>(m.sizes.backward_bytes, 256))));
     mk::layout_backward_workspace(reinterpret_cast<uintptr_t>(m.backward_memory), m.sizes, m.ws);
-    if (!m.config.save_h)
-      DETMOE_CUDA_RETURN(cudaMalloc(reinterpret_cast<void**>(&m.recompute_offsets),
-                                    static_cast<size_t>(P * (sh.experts_per_rank() + 1)) * sizeof(int32_t)));
   }
 
   mk::BackwardParams bp{};
@@ -117,7 +114,7 @@ Status Layer::backward(const LayerBackwardArgs& args, cudaStream_t stream) {
   if (!m.config.save_h) {
     // h was not kept: recompute it into dh, which the dSwiGLU epilogue reads it from and then
     // overwrites tile by tile (each tile reads only its own h columns, before it stores them).
-    DETMOE_RETURN_IF_ERROR(mk::recompute_h(sh, m.sizes.capacity, m.ws, args.inputs, m.recompute_offsets, stream));
+    DETMOE_RETURN_IF_ERROR(mk::recompute_h(sh, m.sizes.capacity, m.ws, args.inputs, stream));
     bp.f.h_store = bp.dh_k;
     if (Fs > 0) bp.f.hs_store = bp.dhs_k;
   }

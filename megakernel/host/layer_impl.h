@@ -20,7 +20,6 @@ struct Layer::Impl {
   int grid = 0;
   void* memory = nullptr;
   void* backward_memory = nullptr;  // the backward's buffers, allocated at the first backward
-  int32_t* recompute_offsets = nullptr;  // save_h = false: [P, E/P + 1] group offsets of recompute_h
   mk::Workspace ws{};
 
   unsigned long long* trace = nullptr;  // [grid, trace_tasks_per_cta, 4] when tracing
@@ -35,7 +34,6 @@ struct Layer::Impl {
   ~Impl() {
     if (memory != nullptr) cudaFree(memory);
     if (backward_memory != nullptr) cudaFree(backward_memory);
-    if (recompute_offsets != nullptr) cudaFree(recompute_offsets);
     if (trace != nullptr) cudaFree(trace);
     if (trace_count != nullptr) cudaFree(trace_count);
   }

@@ -18,51 +18,48 @@ __global__ void rank_group_offsets_kernel(const int32_t* expert_offset, const in
   out[i] = expert_offset[r * epr + e] - rank_row_begin[r];
 }
 
+// C [rows, n] = bf16(A [rows, k] · B [groups·n, k]ᵀ per group), dense: the forward's GEMM1 without
+// its SwiGLU, so C = h. group_offsets null: one group of all rows.
+Status gate_up(int64_t rows, int64_t n, int64_t k, int32_t groups, const int32_t* group_offsets, const void* a,
+               const void* b, void* c, cudaStream_t stream, const std::string& what) {
+  gemm::GroupedGemm g;
+  g.layout = gemm::Layout::kForward;
+  g.epilogue = gemm::Epilogue::kStoreBF16;
+  g.rows = rows;
+  g.n = n;
+  g.k = k;
+  g.groups = groups;
+  g.group_offsets = group_offsets;
+  g.a = a;
+  g.lda = k;
+  g.b = b;
+  g.ldb = k;
+  g.c = c;
+  g.ldc = n;
+  if (const Status s = gemm::run(g, stream); !s.ok()) return Status(s.code(), "recomputing " + what + ": " + s.message());
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status recompute_h(const Shape& shape, int64_t capacity, const Workspace& ws, std::span<const DeviceLayerInputs> inputs,
-                   int32_t* group_offsets, cudaStream_t stream) {
+                   cudaStream_t stream) {
   const int64_t P = shape.P, H = shape.H, F = shape.F, Fs = shape.Fs, T = shape.T;
   const int32_t epr = static_cast<int32_t>(shape.experts_per_rank());
   if (static_cast<int64_t>(inputs.size()) != P)
     return invalid_argument("recompute_h: " + std::to_string(inputs.size()) + " inputs for P = " + std::to_string(P) + " ranks");
+  if (ws.h_group_offsets == nullptr) return Status(ErrorCode::kInternal, "recompute_h: the workspace has no group offsets");
   const int32_t n = static_cast<int32_t>(P) * (epr + 1);
   rank_group_offsets_kernel<<<(n + 255) / 256, 256, 0, stream>>>(ws.expert_offset, ws.rank_row_begin,
-                                                                  static_cast<int32_t>(P), epr, group_offsets);
+                                                                  static_cast<int32_t>(P), epr, ws.h_group_offsets);
   DETMOE_CUDA_RETURN(cudaGetLastError());
   for (int64_t r = 0; r < P; ++r) {
-    gemm::GroupedGemm g;
-    g.layout = gemm::Layout::kForward;
-    g.epilogue = gemm::Epilogue::kStoreBF16;
-    g.rows = capacity;
-    g.n = 2 * F;
-    g.k = H;
-    g.groups = epr;
-    g.group_offsets = group_offsets + r * (epr + 1);
-    g.a = ws.recv + r * capacity * H;
-    g.lda = H;
-    g.b = inputs[r].w_gate_up;
-    g.ldb = H;
-    g.c = ws.dh + r * capacity * 2 * F;
-    g.ldc = 2 * F;
-    if (const Status s = gemm::run(g, stream); !s.ok())
-      return Status(s.code(), "recomputing h of rank " + std::to_string(r) + ": " + s.message());
-    if (Fs > 0) {
-      gemm::GroupedGemm sg;
-      sg.layout = gemm::Layout::kForward;
-      sg.epilogue = gemm::Epilogue::kStoreBF16;
-      sg.rows = T;
-      sg.n = 2 * Fs;
-      sg.k = H;
-      sg.a = inputs[r].x;
-      sg.lda = H;
-      sg.b = inputs[r].ws_gate_up;
-      sg.ldb = H;
-      sg.c = ws.dhs + r * T * 2 * Fs;
-      sg.ldc = 2 * Fs;
-      if (const Status s = gemm::run(sg, stream); !s.ok())
-        return Status(s.code(), "recomputing the shared expert's h of rank " + std::to_string(r) + ": " + s.message());
-    }
+    const std::string rank = " of rank " + std::to_string(r);
+    DETMOE_RETURN_IF_ERROR(gate_up(capacity, 2 * F, H, epr, ws.h_group_offsets + r * (epr + 1), ws.recv + r * capacity * H,
+                                   inputs[r].w_gate_up, ws.dh + r * capacity * 2 * F, stream, "h" + rank));
+    if (Fs > 0)
+      DETMOE_RETURN_IF_ERROR(gate_up(T, 2 * Fs, H, 1, nullptr, inputs[r].x, inputs[r].ws_gate_up, ws.dhs + r * T * 2 * Fs,
+                                     stream, "the shared expert's h" + rank));
   }
   return Status::Ok();
 }

@@ -19,9 +19,9 @@ namespace detmoe::mk {
 
 // For every rank r: h rows of its experts [r·cap, r·cap + rows_r) of ws.dh = recv · W_gate_upᵀ
 // (one group per local expert, offsets derived on the device from the forward's plan into
-// group_offsets, P·(experts_per_rank + 1) ints), and with a shared expert ws.dhs rows
-// [r·T, (r+1)·T) = x · Ws_gate_upᵀ. Asynchronous on `stream`.
+// ws.h_group_offsets), and with a shared expert ws.dhs rows [r·T, (r+1)·T) = x · Ws_gate_upᵀ.
+// Asynchronous on `stream`.
 Status recompute_h(const Shape& shape, int64_t capacity, const Workspace& ws, std::span<const DeviceLayerInputs> inputs,
-                   int32_t* group_offsets, cudaStream_t stream);
+                   cudaStream_t stream);
 
 }  // namespace detmoe::mk

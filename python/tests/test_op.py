@@ -189,6 +189,7 @@ class Gpu(unittest.TestCase):
             self.assertEqual(got["dw_gate_up"][e].abs().max().item(), 0.0, f"{label}: expert {e}")
             self.assertEqual(got["dw_down"][e].abs().max().item(), 0.0, f"{label}: expert {e}")
         print(f"  {label}: worst fraction of the allowance " + ", ".join(f"{n} {v:.2f}" for n, v in worst.items()))
+        return got
 
     def test_gradients_match_an_fp64_layer(self):
         for Fs in (0, 64):
@@ -203,8 +204,7 @@ class Gpu(unittest.TestCase):
         for Fs, routing, grad_dtype in ((0, "uniform", torch.float32), (64, "hot", torch.bfloat16), (64, "empty", torch.float32)):
             p = problem(Fs=Fs, routing=routing, seed=40 + Fs)
             label = f"megakernel Fs={Fs} {routing} {grad_dtype}"
-            self.check_against_fp64(p, grad_dtype, label, impl="megakernel")
-            first = run(p, impl="megakernel", grad_dtype=grad_dtype)
+            first = self.check_against_fp64(p, grad_dtype, label, impl="megakernel")
             again = run(p, impl="megakernel", grad_dtype=grad_dtype)
             recomputed = run(p, impl="megakernel", grad_dtype=grad_dtype, save_h=False)
             for n in first:

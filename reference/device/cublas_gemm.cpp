@@ -60,9 +60,18 @@ Status CublasGemm::gemm_ex(bool trans_a, bool trans_b, const GemmProblem& p, flo
   return Status::Ok();
 }
 
+namespace {
+
+// The tail rows a problem is split at (wgrad_tail_rows), 0 for one call: only weight gradients
+// (A transposed, not B) are split.
+int64_t split_tail(bool trans_a, bool trans_b, const GemmProblem& p) {
+  return trans_a && !trans_b ? wgrad_tail_rows(p.M, p.N, p.K) : 0;
+}
+
+}  // namespace
+
 Status CublasGemm::run_one(bool trans_a, bool trans_b, GemmOut out, const GemmProblem& p, const char* what) {
-  if (trans_a && !trans_b)
-    if (const int64_t tail = wgrad_tail_rows(p.M, p.N, p.K); tail > 0) return run_split(out, p, tail, what);
+  if (const int64_t tail = split_tail(trans_a, trans_b, p); tail > 0) return run_split(out, p, tail, what);
   return gemm_ex(trans_a, trans_b, p, 0.0f, out == GemmOut::kBF16 ? CUDA_R_16BF : CUDA_R_32F, what);
 }
 
@@ -132,11 +141,11 @@ Status CublasGemm::run(ReferenceGemm mode, bool trans_a, bool trans_b, GemmOut o
   // cublasGemmGroupedBatchedEx documents bf16 → bf16 with fp32 compute; the fp32-output GEMMs
   // (da, fp32 weight gradients) stay per expert in grouped mode.
   if (mode == ReferenceGemm::kGroupedBatched && out == GemmOut::kBF16) {
-    // Split weight gradients run on their own (run_one), the rest grouped.
+    // Split weight gradients run on their own, the rest grouped.
     std::vector<GemmProblem> grouped;
     for (const GemmProblem& p : problems) {
-      if (trans_a && !trans_b && wgrad_tail_rows(p.M, p.N, p.K) > 0)
-        DETMOE_RETURN_IF_ERROR(run_one(trans_a, trans_b, out, p, what));
+      if (const int64_t tail = split_tail(trans_a, trans_b, p); tail > 0)
+        DETMOE_RETURN_IF_ERROR(run_split(out, p, tail, what));
       else
         grouped.push_back(p);
     }
