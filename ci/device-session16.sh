@@ -31,6 +31,6 @@ timeout $(( $(left) - 20 )) ncu --section SourceCounters --section WarpStateStat
 echo "ncu exit $?"; tail -3 "$OUT/ncu.log"
 ncu -i "$OUT/fwd.ncu-rep" --page source --csv --print-source sass >"$OUT/sass.csv" 2>"$OUT/sass.err"
 echo "source page exit $? ($(wc -l <"$OUT/sass.csv") lines)"; head -c 600 "$OUT/sass.err"
-python3 ci/stall_summary.py "$OUT/sass.csv" | tee "$OUT/stalls.txt" | head -80
+python3 perf/ncu_hotspots.py "$OUT/sass.csv" --top 30 --context 2 >"$OUT/stalls.txt"; head -60 "$OUT/stalls.txt"
 gzip -f "$OUT/sass.csv"; rm -f "$OUT/fwd.ncu-rep"
 step done

@@ -32,9 +32,12 @@
 
 namespace detmoe::mk {
 
-// The producer's and consumers' registers after setmaxnreg (as the forward's: 64 + 2·216 ≤ 512).
-inline constexpr uint32_t kBwdProducerRegisters = 64;
-inline constexpr uint32_t kBwdConsumerRegisters = 216;
+// The producer's and consumers' registers after setmaxnreg (≤ 3·168 = 504 in all, as the
+// forward's). ptxas -v reports spills with every split tried (nvcc 13.0): 112 bytes with 64/216
+// before the ring carried descriptions, 136 after; 88/208 spills the least (68 bytes) of
+// 64/216, 72/216, 80/208, 88/208 and 96/200.
+inline constexpr uint32_t kBwdProducerRegisters = 88;
+inline constexpr uint32_t kBwdConsumerRegisters = 208;
 
 // Where the backward's dx row of global slot g·k + j lives.
 struct DxSlotRow {
@@ -59,7 +62,7 @@ DETMOE_DEVICE bool backward_start(const LayerParams& p, const LaunchContext& ctx
 }
 
 DETMOE_DEVICE void run_bwd_producer(const BackwardParams& bp, const LaunchContext& ctx, const Smem& smem,
-                                    const Pipe& pipe, TaskRing ring) {
+                                    const Pipe& pipe, TaskRing<BwdGemmTask> ring) {
   const LayerParams& p = bp.f;
   const CtaRole role = bwd_cta_role(p);
   const BackwardTaskList list(p, role.rank, role.phases);
@@ -70,11 +73,20 @@ DETMOE_DEVICE void run_bwd_producer(const BackwardParams& bp, const LaunchContex
   bool aborted = false;
   for (;;) {
     const int32_t i = take_ticket(tickets, total);
-    ring.push(i);
-    if (i < 0) break;
+    if (i < 0) {
+      ring.push(i);
+      break;
+    }
     const BwdTask task = list.at(i);
-    if (task.phase == BwdPhase::kDyDispatch || task.phase == BwdPhase::kDxSum) continue;
-    const BwdGemmTask g = describe_bwd_task(bp, task, role.rank, list, walker);
+    if (task.phase == BwdPhase::kDyDispatch || task.phase == BwdPhase::kDxSum) {
+      ring.push(i);
+      continue;
+    }
+    // Described in the ring's slot, where the consumers take it from.
+    BwdGemmTask* slot = ring.reserve();
+    *slot = describe_bwd_task(bp, task, role.rank, list, walker);
+    ring.publish(slot, i);
+    const BwdGemmTask& g = *slot;
     if (!aborted && g.wait != nullptr) {
       for (int32_t c = 0; c < g.wait_count && !aborted; ++c) {
         const uint32_t target =
@@ -90,14 +102,13 @@ DETMOE_DEVICE void run_bwd_producer(const BackwardParams& bp, const LaunchContex
 }
 
 DETMOE_DEVICE void run_bwd_consumer(const BackwardParams& bp, const LaunchContext& ctx, const Smem& smem,
-                                    const Pipe& pipe, TaskRing ring) {
+                                    const Pipe& pipe, TaskRing<BwdGemmTask> ring) {
   const LayerParams& p = bp.f;
   const int wg = static_cast<int>(threadIdx.x / 128) - 1;
   const uint32_t thread = threadIdx.x % 128;
   const bool issuer = thread == 0;
   const CtaRole role = bwd_cta_role(p);
   const BackwardTaskList list(p, role.rank, role.phases);
-  ExpertWalker walker(p, role.rank);
   gemm::SlabStore out(smem.staging(wg, 0), smem.staging(wg, 1), /*barrier_id=*/1 + wg, issuer);
   Stage st;
   // Deferred signals, as the forward's (forward_kernel.cuh): a tile's signal is sent after the
@@ -120,7 +131,8 @@ DETMOE_DEVICE void run_bwd_consumer(const BackwardParams& bp, const LaunchContex
     pending_phase = BwdPhase::kDone;
   };
   for (;;) {
-    const int32_t i = ring.pop();
+    BwdGemmTask g;  // a GEMM task's description, as the producer made it
+    const int32_t i = ring.pop(g);
     if (i < 0) break;
     const BwdTask task = list.at(i);
     TaskTracer::start(p);
@@ -130,7 +142,6 @@ DETMOE_DEVICE void run_bwd_consumer(const BackwardParams& bp, const LaunchContex
     } else if (task.phase == BwdPhase::kDxSum) {
       dx_sum(bp, ctx, task, role.rank);
     } else {
-      const BwdGemmTask g = describe_bwd_task(bp, task, role.rank, list, walker);
       float acc[Cfg::kAccumulators];
 #pragma unroll
       for (int r = 0; r < Cfg::kAccumulators; ++r) acc[r] = 0.0f;
@@ -179,11 +190,11 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) layer_backward_kernel(const 
   extern __shared__ uint8_t smem_raw[];
   __shared__ uint32_t epoch_shared;
   __shared__ int flag_shared;
-  __shared__ TaskRingStorage ring_shared;
+  __shared__ TaskRingStorage<BwdGemmTask> ring_shared;
   const LayerParams& p = bp.f;
   const Smem smem = Smem::from_dynamic(smem_raw);
   const Pipe pipe{smem.full_barriers(), smem.empty_barriers()};
-  const TaskRing ring(&ring_shared);
+  const TaskRing<BwdGemmTask> ring(&ring_shared);
   if (threadIdx.x == 0) {
     epoch_shared = ld_relaxed_u32(p.ws.launch_state);
     ring.init();

@@ -37,17 +37,19 @@ static_assert(Cfg::kThreads == kPlanThreads, "the plan runs on the GEMM's 384 th
 static_assert(kMaxPlanChunkTokens <= kRowsPerMBlock, "a chunk's rows of one expert span ≤ 2 m-blocks");
 
 // Register split after setmaxnreg, the layer's own (gemm::Tile128x256 keeps the GEMM core's
-// 40/232). The producer walks the task list and waits on counters with timeouts, which spills
-// with the GEMM core's 40 registers (and still with 56); 64 + 2·216 = 496
-// ≤ 512 per thread slot of three warpgroups, and the consumers fit in 216 without spills
-// (ptxas -v: 0 bytes spill, no C7514/C7515 — checked with nvcc 13.0).
-inline constexpr uint32_t kLayerProducerRegisters = 64;
-inline constexpr uint32_t kLayerConsumerRegisters = 216;
+// 40/232). The launch gives each of the 384 threads 168 registers (65536 / 384, in steps of 8),
+// so producer + 2·consumer ≤ 3·168 = 504 or setmaxnreg.inc cannot be granted. The producer walks
+// the task list, waits on counters with timeouts and fills the task ring's descriptions: it
+// spilled with 64 (and with 72) once it wrote the description the consumers take from the ring
+// (session 16); with 80 it does not, and the consumers fit in 208 (80 + 2·208 = 496; ptxas -v:
+// 0 bytes spill, no C7514/C7515 — checked with nvcc 13.0).
+inline constexpr uint32_t kLayerProducerRegisters = 80;
+inline constexpr uint32_t kLayerConsumerRegisters = 208;
 
 // The producer thread: takes the CTA's tasks (tickets, task_ring.cuh), hands each to the
 // consumers, and streams the GEMM tasks' k-blocks.
 DETMOE_DEVICE void run_producer_tasks(const LayerParams& p, const LaunchContext& ctx, const Smem& smem,
-                                      const Pipe& pipe, TaskRing ring) {
+                                      const Pipe& pipe, TaskRing<GemmTask> ring) {
   const CtaRole role = cta_role(p);
   const TaskList list(p, role.rank, role.phases);
   ExpertWalker walker(p, role.rank);
@@ -57,11 +59,20 @@ DETMOE_DEVICE void run_producer_tasks(const LayerParams& p, const LaunchContext&
   bool aborted = false;
   for (;;) {
     const int32_t i = take_ticket(tickets, total);
-    ring.push(i);
-    if (i < 0) break;
+    if (i < 0) {
+      ring.push(i);
+      break;
+    }
     const Task task = list.at(i);
-    if (task.phase == Phase::kDispatch || task.phase == Phase::kSum) continue;
-    const GemmTask g = describe_gemm_task(p, task, role.rank, list, walker);
+    if (task.phase == Phase::kDispatch || task.phase == Phase::kSum) {
+      ring.push(i);
+      continue;
+    }
+    // Described in the ring's slot, where the consumers take it from.
+    GemmTask* slot = ring.reserve();
+    *slot = describe_gemm_task(p, task, role.rank, list, walker);
+    ring.publish(slot, i);
+    const GemmTask& g = *slot;
     if (!aborted && g.wait != nullptr) {
       aborted = !wait_counter(ctx, g.wait, g.wait_target, g.wait_site);
       // Rows written by generic stores (dispatch) or other CTAs' TMA stores are read by TMA next.
@@ -73,12 +84,11 @@ DETMOE_DEVICE void run_producer_tasks(const LayerParams& p, const LaunchContext&
 
 // The two consumer warpgroups.
 DETMOE_DEVICE void run_consumer_tasks(const LayerParams& p, const LaunchContext& ctx, const Smem& smem,
-                                      const Pipe& pipe, TaskRing ring) {
+                                      const Pipe& pipe, TaskRing<GemmTask> ring) {
   const int wg = static_cast<int>(threadIdx.x / 128) - 1;
   const bool issuer = threadIdx.x % 128 == 0;
   const CtaRole role = cta_role(p);
   const TaskList list(p, role.rank, role.phases);
-  ExpertWalker walker(p, role.rank);
   gemm::SlabStore out(smem.staging(wg, 0), smem.staging(wg, 1), /*barrier_id=*/1 + wg, issuer);
   int* hist = reinterpret_cast<int*>(smem.staging(0, 0));  // E ints; slabs are idle between tiles
   Stage st;
@@ -106,7 +116,8 @@ DETMOE_DEVICE void run_consumer_tasks(const LayerParams& p, const LaunchContext&
     pending_phase = Phase::kDone;
   };
   for (;;) {
-    const int32_t i = ring.pop();
+    GemmTask g;  // a GEMM task's description, as the producer made it
+    const int32_t i = ring.pop(g);
     if (i < 0) break;
     const Task task = list.at(i);
     TaskTracer::start(p);
@@ -122,7 +133,6 @@ DETMOE_DEVICE void run_consumer_tasks(const LayerParams& p, const LaunchContext&
         // After an abort the producer fills stages without data; the epilogue still runs (it
         // writes only the workspace; the y scatter writes nothing) so every thread of a
         // warpgroup takes the same barriers.
-        const GemmTask g = describe_gemm_task(p, task, role.rank, list, walker);
         // Defined per tile: the wgmma asm reads its accumulators ("+f"), so an array declared
         // once and never written outside the mainloop stayed live across every other task,
         // and the copy loops spilled (ptxas -v).
@@ -146,10 +156,10 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) layer_forward_kernel(const _
   extern __shared__ uint8_t smem_raw[];
   __shared__ uint32_t epoch_shared;
   __shared__ int flag_shared;
-  __shared__ TaskRingStorage ring_shared;
+  __shared__ TaskRingStorage<GemmTask> ring_shared;
   const Smem smem = Smem::from_dynamic(smem_raw);
   const Pipe pipe{smem.full_barriers(), smem.empty_barriers()};
-  const TaskRing ring(&ring_shared);
+  const TaskRing<GemmTask> ring(&ring_shared);
   if (threadIdx.x == 0) {
     epoch_shared = ld_relaxed_u32(p.ws.launch_state);
     ring.init();

@@ -17,6 +17,12 @@
 // per warp behind a __syncwarp, compute-sanitizer racecheck reported the producer's next write
 // to the slot as racing with the other lanes' reads); −1 ends the list. The producer takes a ticket
 // only once the previous GEMM task's loads are issued, so it runs at most kTaskRing tasks ahead.
+//
+// A slot also carries the task's description (Payload: the forward's GemmTask, the backward's
+// BwdGemmTask), which the producer computes anyway to load the tile. The consumers used to
+// describe the task again after popping it — integer divisions and dependent L2 loads of the
+// plan's offsets between two mainloops, ≈ 3 % of their warp samples on deepseek-v3 (ncu source
+// counters, docs/PERF.md session 16) — and now copy it from shared memory instead.
 #pragma once
 
 #include <cstdint>
@@ -30,16 +36,20 @@ namespace detmoe::mk {
 inline constexpr int kTaskRing = 2;
 inline constexpr uint32_t kTaskRingConsumerThreads = 256;  // the two consumer warpgroups
 
-// Shared-memory state of the ring (static __shared__ in the kernel).
+// Shared-memory state of the ring (static __shared__ in the kernel). Payload must be trivially
+// constructible (a __shared__ variable takes no initializer).
+template <class Payload>
 struct TaskRingStorage {
   uint64_t full[kTaskRing];
   uint64_t empty[kTaskRing];
   int32_t task[kTaskRing];
+  Payload payload[kTaskRing];
 };
 
+template <class Payload>
 class TaskRing {
  public:
-  DETMOE_DEVICE explicit TaskRing(TaskRingStorage* s) : s_(s) {}
+  DETMOE_DEVICE explicit TaskRing(TaskRingStorage<Payload>* s) : s_(s) {}
 
   // One thread, before the CTA barrier that precedes any use.
   DETMOE_DEVICE void init() const {
@@ -49,19 +59,32 @@ class TaskRing {
     }
   }
 
-  // Producer thread: hands task number `index` (−1: no more) to the consumers.
-  DETMOE_DEVICE void push(int32_t index) {
+  // Producer thread: hands task number `index` (−1: no more) to the consumers, without a
+  // description (copy tasks, the end).
+  DETMOE_DEVICE void push(int32_t index) { publish(reserve(), index); }
+
+  // Producer thread, a task with a description: reserve() waits until the consumers are done
+  // with the next slot and returns its payload for the producer to fill in place (a copy from
+  // registers would hold the whole description live at once: the producer's 64 registers
+  // spilled); publish() hands it over. The producer may keep reading the payload until it
+  // reserves the same slot again (kTaskRing pushes later: the consumers only read it).
+  DETMOE_DEVICE Payload* reserve() {
     ptx::mbarrier_wait_parity(s_->empty + slot_, phase_ ^ 1u);
+    return s_->payload + slot_;
+  }
+  DETMOE_DEVICE void publish(Payload* /*reserved*/, int32_t index) {
     s_->task[slot_] = index;
-    ptx::mbarrier_arrive(s_->full + slot_);  // release: the write above is seen by the waiters
+    ptx::mbarrier_arrive(s_->full + slot_);  // release: the writes above are seen by the waiters
     advance();
   }
 
-  // Every consumer thread: the next task number, −1 at the end.
-  DETMOE_DEVICE int32_t pop() {
+  // Every consumer thread: the next task number, −1 at the end; `payload` gets the slot's
+  // description (meaningful only for a task pushed with one).
+  DETMOE_DEVICE int32_t pop(Payload& payload) {
     ptx::mbarrier_wait_parity(s_->full + slot_, phase_);
     const int32_t index = *static_cast<volatile int32_t*>(s_->task + slot_);
-    ptx::mbarrier_arrive(s_->empty + slot_);  // release: orders this thread's read before the next write
+    payload = s_->payload[slot_];  // the wait's asm clobbers memory: not hoisted above it
+    ptx::mbarrier_arrive(s_->empty + slot_);  // release: orders this thread's reads before the next write
     advance();
     return index;
   }
@@ -74,7 +97,7 @@ class TaskRing {
     }
   }
 
-  TaskRingStorage* s_;
+  TaskRingStorage<Payload>* s_;
   int32_t slot_ = 0;
   uint32_t phase_ = 0;
 };
