@@ -34,8 +34,8 @@ namespace detmoe::mk {
 
 // The producer's and consumers' registers after setmaxnreg (≤ 3·168 = 504 in all, as the
 // forward's). ptxas -v reports spills with every split tried (nvcc 13.0): 112 bytes with 64/216
-// before the ring carried descriptions, 136 after; 88/208 spills the least (68 bytes) of
-// 64/216, 72/216, 80/208, 88/208 and 96/200.
+// before the ring carried descriptions; with them 136 (64/216), 104 (72/216, 80/208) and 72
+// (88/208, taken).
 inline constexpr uint32_t kBwdProducerRegisters = 88;
 inline constexpr uint32_t kBwdConsumerRegisters = 208;
 
@@ -131,8 +131,8 @@ DETMOE_DEVICE void run_bwd_consumer(const BackwardParams& bp, const LaunchContex
     pending_phase = BwdPhase::kDone;
   };
   for (;;) {
-    BwdGemmTask g;  // a GEMM task's description, as the producer made it
-    const int32_t i = ring.pop(g);
+    const BwdGemmTask* described;  // a GEMM task's description, as the producer made it (in the ring)
+    const int32_t i = ring.pop(described);
     if (i < 0) break;
     const BwdTask task = list.at(i);
     TaskTracer::start(p);
@@ -142,6 +142,8 @@ DETMOE_DEVICE void run_bwd_consumer(const BackwardParams& bp, const LaunchContex
     } else if (task.phase == BwdPhase::kDxSum) {
       dx_sum(bp, ctx, task, role.rank);
     } else {
+      // Read where used: the epilogue's fields after the mainloop (task_ring.cuh).
+      const BwdGemmTask& g = *described;
       float acc[Cfg::kAccumulators];
 #pragma unroll
       for (int r = 0; r < Cfg::kAccumulators; ++r) acc[r] = 0.0f;
@@ -155,8 +157,8 @@ DETMOE_DEVICE void run_bwd_consumer(const BackwardParams& bp, const LaunchContex
       const int32_t col_end = min(g.col0 + kBwdTileCols, g.out_cols);
       ScatterRows where{};
       if (g.epilogue == BwdEpilogue::kScatterDx)
-        where = scatter_rows_of(p, g.plan_row0 + wg * Cfg::kWarpgroupRows, min(Cfg::kWarpgroupRows, g.c_end - et.row),
-                                min(4, (col_end - et.col0) / 64));
+        where = scatter_rows_of(p, GlobalRows{p}, g.plan_row0 + wg * Cfg::kWarpgroupRows,
+                                min(Cfg::kWarpgroupRows, g.c_end - et.row), min(4, (col_end - et.col0) / 64));
       TaskTracer::mainloop_done(p, 0);
       flush();
       TaskTracer::epilogue_start(p);
@@ -180,6 +182,7 @@ DETMOE_DEVICE void run_bwd_consumer(const BackwardParams& bp, const LaunchContex
       pending = g.done;
     }
     TaskTracer::record(p, task.id);
+    ring.release();
   }
   flush();
   out.drain();

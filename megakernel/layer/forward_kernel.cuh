@@ -24,6 +24,7 @@
 #include "megakernel/layer/gemm_tiles.cuh"
 #include "megakernel/layer/layer_params.h"
 #include "megakernel/layer/plan_phases.cuh"
+#include "megakernel/layer/row_table.cuh"
 #include "megakernel/layer/sync.cuh"
 #include "megakernel/layer/task_list.cuh"
 #include "megakernel/layer/task_ring.cuh"
@@ -49,7 +50,7 @@ inline constexpr uint32_t kLayerConsumerRegisters = 208;
 // The producer thread: takes the CTA's tasks (tickets, task_ring.cuh), hands each to the
 // consumers, and streams the GEMM tasks' k-blocks.
 DETMOE_DEVICE void run_producer_tasks(const LayerParams& p, const LaunchContext& ctx, const Smem& smem,
-                                      const Pipe& pipe, TaskRing<GemmTask> ring) {
+                                      const Pipe& pipe, TaskRing<GemmTask> ring, RowTable& table) {
   const CtaRole role = cta_role(p);
   const TaskList list(p, role.rank, role.phases);
   ExpertWalker walker(p, role.rank);
@@ -57,6 +58,7 @@ DETMOE_DEVICE void run_producer_tasks(const LayerParams& p, const LaunchContext&
   const int32_t total = list.total();
   Stage st;
   bool aborted = false;
+  uint32_t table_phase = 0;  // row tables loaded
   for (;;) {
     const int32_t i = take_ticket(tickets, total);
     if (i < 0) {
@@ -78,13 +80,24 @@ DETMOE_DEVICE void run_producer_tasks(const LayerParams& p, const LaunchContext&
       // Rows written by generic stores (dispatch) or other CTAs' TMA stores are read by TMA next.
       fence_proxy_async_global();
     }
-    produce_tile(g.tile, smem, pipe, st, aborted);
+    if (g.epilogue != TileEpilogue::kScatterRows) {
+      produce_tile(g.tile, smem, pipe, st, aborted);
+      continue;
+    }
+    // Routed GEMM2: its row table once the first min(k_blocks, kStages) k-blocks are issued
+    // (row_table.cuh says why then).
+    const int32_t table_after = min(g.tile.k_blocks, Cfg::kStages) - 1;
+    const int32_t rows = min(kRowsPerMBlock, g.tile.c_end - g.tile.c_row);
+    produce_tile(g.tile, smem, pipe, st, aborted, [&](int32_t kb) {
+      if (kb == table_after) load_row_table(table, table_phase, p, g.plan_row0, rows, aborted);
+    });
+    if (table_after < 0) load_row_table(table, table_phase, p, g.plan_row0, rows, aborted);
   }
 }
 
 // The two consumer warpgroups.
 DETMOE_DEVICE void run_consumer_tasks(const LayerParams& p, const LaunchContext& ctx, const Smem& smem,
-                                      const Pipe& pipe, TaskRing<GemmTask> ring) {
+                                      const Pipe& pipe, TaskRing<GemmTask> ring, RowTable& table) {
   const int wg = static_cast<int>(threadIdx.x / 128) - 1;
   const bool issuer = threadIdx.x % 128 == 0;
   const CtaRole role = cta_role(p);
@@ -92,6 +105,7 @@ DETMOE_DEVICE void run_consumer_tasks(const LayerParams& p, const LaunchContext&
   gemm::SlabStore out(smem.staging(wg, 0), smem.staging(wg, 1), /*barrier_id=*/1 + wg, issuer);
   int* hist = reinterpret_cast<int*>(smem.staging(0, 0));  // E ints; slabs are idle between tiles
   Stage st;
+  uint32_t table_phase = 0;  // row tables read
   // A GEMM tile's signal waits for its stores to land. It is sent after the NEXT tile's
   // mainloop (the stores had that long to complete, so the wait is free) when that tile is of
   // the same phase — a task never waits on a counter of its own phase, so the delay cannot
@@ -116,8 +130,8 @@ DETMOE_DEVICE void run_consumer_tasks(const LayerParams& p, const LaunchContext&
     pending_phase = Phase::kDone;
   };
   for (;;) {
-    GemmTask g;  // a GEMM task's description, as the producer made it
-    const int32_t i = ring.pop(g);
+    const GemmTask* described;  // a GEMM task's description, as the producer made it (in the ring)
+    const int32_t i = ring.pop(described);
     if (i < 0) break;
     const Task task = list.at(i);
     TaskTracer::start(p);
@@ -139,13 +153,14 @@ DETMOE_DEVICE void run_consumer_tasks(const LayerParams& p, const LaunchContext&
         float acc[Cfg::kAccumulators];
 #pragma unroll
         for (int r = 0; r < Cfg::kAccumulators; ++r) acc[r] = 0.0f;
-        pending_run = consume_tile(wg, g, p, ctx, smem, pipe, st, out, acc, flush);
+        pending_run = consume_tile(wg, *described, p, ctx, smem, pipe, st, out, table, table_phase, acc, flush);
         pending_phase = task.phase;
-        pending = g.done;
+        pending = described->done;
         break;
       }
     }
     TaskTracer::record(p, task.id);
+    ring.release();
   }
   flush();
   out.drain();
@@ -157,13 +172,15 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) layer_forward_kernel(const _
   __shared__ uint32_t epoch_shared;
   __shared__ int flag_shared;
   __shared__ TaskRingStorage<GemmTask> ring_shared;
+  __shared__ RowTable table_shared;
   const Smem smem = Smem::from_dynamic(smem_raw);
   const Pipe pipe{smem.full_barriers(), smem.empty_barriers()};
   const TaskRing<GemmTask> ring(&ring_shared);
   if (threadIdx.x == 0) {
     epoch_shared = ld_relaxed_u32(p.ws.launch_state);
     ring.init();
-    pipe.init();  // its fence.mbarrier_init covers the ring's barriers too
+    init_row_table(table_shared);
+    pipe.init();  // its fence.mbarrier_init covers the ring's and the row table's barriers too
   }
   __syncthreads();
   const LaunchContext ctx{epoch_shared, p.ws.error, p.timeout_ns, p.force_timeout_task};
@@ -180,11 +197,11 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) layer_forward_kernel(const _
     const int warpgroup = static_cast<int>(ptx::warp_id_uniform() / 4);
     if (warpgroup == 0) {
       ptx::setmaxnreg_dec<kLayerProducerRegisters>();
-      if (threadIdx.x == 0) run_producer_tasks(p, ctx, smem, pipe, ring);
+      if (threadIdx.x == 0) run_producer_tasks(p, ctx, smem, pipe, ring, table_shared);
       __syncwarp();  // warp 0 reaches the CTA barrier below converged (bar.sync is .aligned)
     } else {
       ptx::setmaxnreg_inc<kLayerConsumerRegisters>();
-      run_consumer_tasks(p, ctx, smem, pipe, ring);
+      run_consumer_tasks(p, ctx, smem, pipe, ring, table_shared);
     }
   }
   TaskTracer::finish(p);

@@ -9,6 +9,7 @@
 
 #include "megakernel/gemm/epilogue.cuh"
 #include "megakernel/layer/layer_params.h"
+#include "megakernel/layer/row_table.cuh"
 #include "megakernel/layer/sync.cuh"
 #include "megakernel/layer/tile_epilogues.cuh"
 #include "megakernel/layer/tile_mainloop.cuh"
@@ -41,19 +42,28 @@ struct TileWork {
 // warpgroup's window — its 64 rows × the tile's columns, or with a split shape rows 0–63 × its
 // part of the columns. Either way the window's columns sit in the registers where a full tile
 // keeps its first columns, so the epilogues are the full tile's, told where the window ends.
-// Returns the slots-ready signal this thread owes (kScatterRows), else none.
+// Returns the slots-ready signal this thread owes (kScatterRows), else none. A kScatterRows tile
+// reads its rows from the producer's shared-memory table (row_table.cuh; `table_phase` counts
+// the tables read, as the producer's counts the tables loaded).
 template <class BeforeEpilogue>
 DETMOE_DEVICE SlotRun consume_tile(int wg, const TileWork& work, const LayerParams& p, const LaunchContext& ctx,
                                    const Smem& smem, const Pipe& pipe, Stage& st, gemm::SlabStore& out,
-                                   float (&acc)[Cfg::kAccumulators], BeforeEpilogue&& before_epilogue) {
+                                   RowTable& table, uint32_t& table_phase, float (&acc)[Cfg::kAccumulators],
+                                   BeforeEpilogue&& before_epilogue) {
+  // `work` may be the task ring's shared-memory copy: the fields the epilogue needs are read
+  // after the mainloop, so they are not held in registers across it.
   const LayerTile& t = work.tile;
+  const TileShape shape = tile_shape(t);
+  // Every warpgroup passes every stage through wgmma, even one with no rows of its own: letting
+  // such a warpgroup pass the stages on without wgmma hung the H200 (producer waiting on an
+  // empty barrier, consumers on a full one; bisected 2026-12-02, cause not found).
+  consume_shaped(wg, shape, t, smem, pipe, st, acc);
   const TileEpilogue epilogue = work.epilogue;
   const int32_t out_cols = work.out_cols;
   const CUtensorMap* map_c = work.map_c;
   const CUtensorMap* map_h = work.map_h;
   const bool store_h = map_h != nullptr;
   const int32_t plan_row0 = work.plan_row0;
-  const TileShape shape = tile_shape(t);
   const TileWindow window = tile_window(shape, wg, t.col0, out_cols);
   const uint32_t thread = threadIdx.x % 128;
   gemm::EpilogueTile et;
@@ -63,18 +73,18 @@ DETMOE_DEVICE SlotRun consume_tile(int wg, const TileWork& work, const LayerPara
   et.warp = thread / 32;
   et.lane = thread % 32;
   const int32_t col_end = window.col_end;
-  // Every warpgroup passes every stage through wgmma, even one with no rows of its own: letting
-  // such a warpgroup pass the stages on without wgmma hung the H200 (producer waiting on an
-  // empty barrier, consumers on a full one; bisected 2026-12-02, cause not found).
-  consume_shaped(wg, shape, t, smem, pipe, st, acc);
-  // GEMM2's output rows, looked up after the mainloop: the producer acquired the tile's inputs,
-  // and with them the dispatch's row tables, before loading it. (Looking them up under the
-  // mainloop saved ≈ 1.3 µs per tile on the H200 but made ptxas spill once the narrower forms
-  // were in; at the 700 W cap the epilogue's idle time is not what limits.)
+  // GEMM2's output rows, looked up after the mainloop in the table the producer copied into
+  // shared memory while it ran (it acquired the tile's inputs, and with them the dispatch's row
+  // tables, before loading it). Loads from L2 here cost ≈ 2 µs per tile on deepseek-v3; holding
+  // them in registers across the mainloop made ptxas spill.
   ScatterRows where{};
-  if (epilogue == TileEpilogue::kScatterRows)
-    where = scatter_rows_of(p, plan_row0 + (et.row - t.c_row), min(Cfg::kWarpgroupRows, t.c_end - et.row),
-                            min(4, (col_end - et.col0) / 64));
+  if (epilogue == TileEpilogue::kScatterRows) {
+    ptx::mbarrier_wait_parity(&table.full, table_phase & 1u);
+    where = scatter_rows_of(p, TableRows{table, row_table_base(plan_row0)}, plan_row0 + (et.row - t.c_row),
+                            min(Cfg::kWarpgroupRows, t.c_end - et.row), min(4, (col_end - et.col0) / 64));
+    ptx::mbarrier_arrive(&table.empty);  // this thread's reads are done: the producer may load the next
+    ++table_phase;
+  }
   TaskTracer::mainloop_done(p, static_cast<uint32_t>(shape));
   before_epilogue();
   TaskTracer::epilogue_start(p);

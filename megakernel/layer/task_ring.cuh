@@ -17,6 +17,9 @@
 // per warp behind a __syncwarp, compute-sanitizer racecheck reported the producer's next write
 // to the slot as racing with the other lanes' reads); −1 ends the list. The producer takes a ticket
 // only once the previous GEMM task's loads are issued, so it runs at most kTaskRing tasks ahead.
+// The consumers release a slot when their task is done (epilogue included), so the producer
+// pushes task i + 2 only after task i is finished — it could not load i + 2 earlier anyway: the
+// stages free up only as the consumers run i + 1.
 //
 // A slot also carries the task's description (Payload: the forward's GemmTask, the backward's
 // BwdGemmTask), which the producer computes anyway to load the tile. The consumers used to
@@ -78,15 +81,21 @@ class TaskRing {
     advance();
   }
 
-  // Every consumer thread: the next task number, −1 at the end; `payload` gets the slot's
-  // description (meaningful only for a task pushed with one).
-  DETMOE_DEVICE int32_t pop(Payload& payload) {
+  // Every consumer thread: the next task number, −1 at the end, and the slot's description
+  // (meaningful only for a task pushed with one), which stays the consumers' to read until
+  // release(): read where they are used — the epilogue's fields after the mainloop — rather than
+  // copied into registers at the start, where they stayed live across the mainloop and the
+  // consumers spilled (ptxas -v, session 16).
+  DETMOE_DEVICE int32_t pop(const Payload*& payload) {
     ptx::mbarrier_wait_parity(s_->full + slot_, phase_);
-    const int32_t index = *static_cast<volatile int32_t*>(s_->task + slot_);
-    payload = s_->payload[slot_];  // the wait's asm clobbers memory: not hoisted above it
+    payload = s_->payload + slot_;
+    return *static_cast<volatile int32_t*>(s_->task + slot_);
+  }
+
+  // Every consumer thread, once done with the popped task's slot (not after the −1).
+  DETMOE_DEVICE void release() {
     ptx::mbarrier_arrive(s_->empty + slot_);  // release: orders this thread's reads before the next write
     advance();
-    return index;
   }
 
  private:

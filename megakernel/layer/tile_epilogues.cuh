@@ -13,6 +13,7 @@
 #include "megakernel/gemm/epilogue.cuh"
 #include "megakernel/gemm/swiglu_batch.cuh"
 #include "megakernel/layer/layer_params.h"
+#include "megakernel/layer/row_table.cuh"
 #include "megakernel/layer/sync.cuh"
 #include "megakernel/layer/task_list.cuh"
 #include "megakernel/layer/tile_mainloop.cuh"
@@ -73,15 +74,17 @@ struct SlotRun {
 // row; `slabs` per row here), so a sum chunk is complete at n·k·H/64 whichever warpgroup stored
 // which columns (split tiles give each warpgroup half the columns). Found with one load per lane
 // and a ballot (a serial scan along a run cost one dependent load per row, up to 8 per tile on
-// deepseek). All 32 lanes of each warp must call it.
-DETMOE_DEVICE SlotRun slot_run_of(const LayerParams& p, int32_t plan_row0, int32_t rows, int32_t slabs,
-                                  int32_t thread) {
+// deepseek). All 32 lanes of each warp must call it. `lookup` reads the row tables (GlobalRows
+// or TableRows, row_table.cuh).
+template <class Rows>
+DETMOE_DEVICE SlotRun slot_run_of(const LayerParams& p, const Rows& lookup, int32_t plan_row0, int32_t rows,
+                                  int32_t slabs, int32_t thread) {
   const uint32_t lane = ptx::lane_id();
   const bool mine = thread < rows;
   int32_t s = 0, chunk = 0;
   int64_t key = -1 - static_cast<int64_t>(lane);  // distinct for lanes without a row
   if (mine) {
-    const int32_t g = __ldcg(p.ws.row_token + plan_row0 + thread);
+    const int32_t g = lookup.token(plan_row0 + thread);
     s = g / p.T;
     chunk = (g % p.T) / kSumChunkTokens;
     key = static_cast<int64_t>(s) * p.sum_chunks + chunk;
@@ -98,7 +101,8 @@ DETMOE_DEVICE SlotRun slot_run_of(const LayerParams& p, int32_t plan_row0, int32
 }
 
 // Where a warpgroup's GEMM2 rows go and the slots-ready signal it will owe, looked up from the
-// dispatch's row tables (in L2) once per tile, before its epilogue.
+// dispatch's row tables once per tile, before its epilogue (the forward reads the tile's rows
+// from its shared-memory copy, row_table.cuh; the backward from L2).
 struct ScatterRows {
   int32_t slot[4];  // rows thread/8 + 16i: global slot g·k + j of the row, −1: none
   SlotRun run;
@@ -106,7 +110,9 @@ struct ScatterRows {
 
 // All 32 lanes of each warp call it (slot_run_of's ballot). plan_row0: the warpgroup's first plan
 // row; rows: how many of its 64 rows belong to the tile (≤ 0: none); slabs: its 64-column slabs.
-DETMOE_DEVICE ScatterRows scatter_rows_of(const LayerParams& p, int32_t plan_row0, int32_t rows, int32_t slabs) {
+template <class Rows>
+DETMOE_DEVICE ScatterRows scatter_rows_of(const LayerParams& p, const Rows& lookup, int32_t plan_row0, int32_t rows,
+                                          int32_t slabs) {
   ScatterRows out;
   const uint32_t thread = threadIdx.x % 128;
 #pragma unroll
@@ -114,14 +120,14 @@ DETMOE_DEVICE ScatterRows scatter_rows_of(const LayerParams& p, int32_t plan_row
     const int32_t r = static_cast<int32_t>(thread / 8) + 16 * i;
     out.slot[i] = -1;
     if (r < rows) {
-      const int32_t g = __ldcg(p.ws.row_token + plan_row0 + r);
-      const int32_t j = __ldcg(p.ws.row_slot + plan_row0 + r);
+      const int32_t g = lookup.token(plan_row0 + r);
+      const int32_t j = lookup.slot(plan_row0 + r);
       // Written by this launch's dispatch, so always in range; checked anyway because a stale
       // table (after an abort) must never send a store outside y.
       if (g >= 0 && g < p.P * p.T && j >= 0 && j < p.k) out.slot[i] = g * p.k + j;
     }
   }
-  out.run = rows > 0 && slabs > 0 ? slot_run_of(p, plan_row0, rows, slabs, static_cast<int32_t>(thread))
+  out.run = rows > 0 && slabs > 0 ? slot_run_of(p, lookup, plan_row0, rows, slabs, static_cast<int32_t>(thread))
                                   : SlotRun{nullptr, 0};
   return out;
 }

@@ -55,8 +55,14 @@ DETMOE_DEVICE TileShape tile_shape(const LayerTile& t) {
 
 // Producer (one thread): the k-blocks of one tile into the stage ring. `fake` fills each stage
 // with an arrival and no data: after an abort the consumers still drain the same stage sequence
-// and nobody hangs.
-DETMOE_DEVICE void produce_tile(const LayerTile& t, const Smem& smem, const Pipe& pipe, Stage& st, bool fake) {
+// and nobody hangs. `after_kblock(kb)` runs once each k-block's loads are issued.
+struct NoHook {
+  DETMOE_DEVICE void operator()(int32_t) const {}
+};
+
+template <class AfterKBlock = NoHook>
+DETMOE_DEVICE void produce_tile(const LayerTile& t, const Smem& smem, const Pipe& pipe, Stage& st, bool fake,
+                                AfterKBlock&& after_kblock = {}) {
   constexpr uint32_t kHalfB = 128 * Cfg::kBlockK * 2;  // 128 rows × 128 bytes
   const TileShape shape = tile_shape(t);
   for (int32_t kb = 0; kb < t.k_blocks; ++kb) {
@@ -64,6 +70,7 @@ DETMOE_DEVICE void produce_tile(const LayerTile& t, const Smem& smem, const Pipe
       ptx::mbarrier_wait_parity(pipe.empty + st.stage, st.phase ^ 1u);
       ptx::mbarrier_arrive(pipe.full + st.stage);
       st.advance();
+      after_kblock(kb);
       continue;
     }
     pipe.producer_acquire(st, Smem::kStageBytes);
@@ -81,6 +88,7 @@ DETMOE_DEVICE void produce_tile(const LayerTile& t, const Smem& smem, const Pipe
       ptx::tma_load_3d(smem.b_stage(st.stage), t.map_b, bar, k0, rb.y, rb.z);
     }
     st.advance();
+    after_kblock(kb);
   }
 }
 

@@ -32,6 +32,15 @@ DETMOE_DEVICE void tma_store_3d(const CUtensorMap* map, uint32_t src_smem_addr, 
                : "memory");
 }
 
+// Plain (non-tensor) bulk copy of `bytes` from global to shared memory, completing on `bar`.
+// Both addresses 16-byte aligned, `bytes` a multiple of 16.
+DETMOE_DEVICE void bulk_load(void* dst, const void* src, uint32_t bytes, uint64_t* bar) {
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
+                   smem_u32(dst)),
+               "l"(reinterpret_cast<uint64_t>(src)), "r"(bytes), "r"(smem_u32(bar))
+               : "memory");
+}
+
 // Bulk groups belong to the issuing thread: only it may wait on them.
 DETMOE_DEVICE void bulk_commit_group() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
 
