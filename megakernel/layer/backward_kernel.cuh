@@ -32,12 +32,12 @@
 
 namespace detmoe::mk {
 
-// The producer's and consumers' registers after setmaxnreg (≤ 3·168 = 504 in all, as the
-// forward's). ptxas -v reports spills with every split tried (nvcc 13.0): 112 bytes with 64/216
-// before the ring carried descriptions; with them 136 (64/216), 104 (72/216, 80/208) and 72
-// (88/208, taken).
-inline constexpr uint32_t kBwdProducerRegisters = 88;
-inline constexpr uint32_t kBwdConsumerRegisters = 208;
+// The producer's and consumers' registers after setmaxnreg (64 + 2·216 ≤ 3·168 = 504, the
+// launch's 168 per thread). The backward's ring carries task numbers only: with the forward's
+// descriptions in the ring (session 16) the backward ran 2–3 % slower on deepseek-v3 and
+// mixtral-8x7b (same-run A/B, also with 72/216), so its consumers still describe each task.
+inline constexpr uint32_t kBwdProducerRegisters = 64;
+inline constexpr uint32_t kBwdConsumerRegisters = 216;
 
 // Where the backward's dx row of global slot g·k + j lives.
 struct DxSlotRow {
@@ -62,7 +62,7 @@ DETMOE_DEVICE bool backward_start(const LayerParams& p, const LaunchContext& ctx
 }
 
 DETMOE_DEVICE void run_bwd_producer(const BackwardParams& bp, const LaunchContext& ctx, const Smem& smem,
-                                    const Pipe& pipe, TaskRing<BwdGemmTask> ring) {
+                                    const Pipe& pipe, TaskRing<NoDescription> ring) {
   const LayerParams& p = bp.f;
   const CtaRole role = bwd_cta_role(p);
   const BackwardTaskList list(p, role.rank, role.phases);
@@ -73,20 +73,11 @@ DETMOE_DEVICE void run_bwd_producer(const BackwardParams& bp, const LaunchContex
   bool aborted = false;
   for (;;) {
     const int32_t i = take_ticket(tickets, total);
-    if (i < 0) {
-      ring.push(i);
-      break;
-    }
+    ring.push(i);
+    if (i < 0) break;
     const BwdTask task = list.at(i);
-    if (task.phase == BwdPhase::kDyDispatch || task.phase == BwdPhase::kDxSum) {
-      ring.push(i);
-      continue;
-    }
-    // Described in the ring's slot, where the consumers take it from.
-    BwdGemmTask* slot = ring.reserve();
-    *slot = describe_bwd_task(bp, task, role.rank, list, walker);
-    ring.publish(slot, i);
-    const BwdGemmTask& g = *slot;
+    if (task.phase == BwdPhase::kDyDispatch || task.phase == BwdPhase::kDxSum) continue;
+    const BwdGemmTask g = describe_bwd_task(bp, task, role.rank, list, walker);
     if (!aborted && g.wait != nullptr) {
       for (int32_t c = 0; c < g.wait_count && !aborted; ++c) {
         const uint32_t target =
@@ -102,13 +93,14 @@ DETMOE_DEVICE void run_bwd_producer(const BackwardParams& bp, const LaunchContex
 }
 
 DETMOE_DEVICE void run_bwd_consumer(const BackwardParams& bp, const LaunchContext& ctx, const Smem& smem,
-                                    const Pipe& pipe, TaskRing<BwdGemmTask> ring) {
+                                    const Pipe& pipe, TaskRing<NoDescription> ring) {
   const LayerParams& p = bp.f;
   const int wg = static_cast<int>(threadIdx.x / 128) - 1;
   const uint32_t thread = threadIdx.x % 128;
   const bool issuer = thread == 0;
   const CtaRole role = bwd_cta_role(p);
   const BackwardTaskList list(p, role.rank, role.phases);
+  ExpertWalker walker(p, role.rank);
   gemm::SlabStore out(smem.staging(wg, 0), smem.staging(wg, 1), /*barrier_id=*/1 + wg, issuer);
   Stage st;
   // Deferred signals, as the forward's (forward_kernel.cuh): a tile's signal is sent after the
@@ -131,8 +123,7 @@ DETMOE_DEVICE void run_bwd_consumer(const BackwardParams& bp, const LaunchContex
     pending_phase = BwdPhase::kDone;
   };
   for (;;) {
-    const BwdGemmTask* described;  // a GEMM task's description, as the producer made it (in the ring)
-    const int32_t i = ring.pop(described);
+    const int32_t i = ring.pop_index();
     if (i < 0) break;
     const BwdTask task = list.at(i);
     TaskTracer::start(p);
@@ -142,8 +133,7 @@ DETMOE_DEVICE void run_bwd_consumer(const BackwardParams& bp, const LaunchContex
     } else if (task.phase == BwdPhase::kDxSum) {
       dx_sum(bp, ctx, task, role.rank);
     } else {
-      // Read where used: the epilogue's fields after the mainloop (task_ring.cuh).
-      const BwdGemmTask& g = *described;
+      const BwdGemmTask g = describe_bwd_task(bp, task, role.rank, list, walker);
       float acc[Cfg::kAccumulators];
 #pragma unroll
       for (int r = 0; r < Cfg::kAccumulators; ++r) acc[r] = 0.0f;
@@ -182,7 +172,6 @@ DETMOE_DEVICE void run_bwd_consumer(const BackwardParams& bp, const LaunchContex
       pending = g.done;
     }
     TaskTracer::record(p, task.id);
-    ring.release();
   }
   flush();
   out.drain();
@@ -193,11 +182,11 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) layer_backward_kernel(const 
   extern __shared__ uint8_t smem_raw[];
   __shared__ uint32_t epoch_shared;
   __shared__ int flag_shared;
-  __shared__ TaskRingStorage<BwdGemmTask> ring_shared;
+  __shared__ TaskRingStorage<NoDescription> ring_shared;
   const LayerParams& p = bp.f;
   const Smem smem = Smem::from_dynamic(smem_raw);
   const Pipe pipe{smem.full_barriers(), smem.empty_barriers()};
-  const TaskRing<BwdGemmTask> ring(&ring_shared);
+  const TaskRing<NoDescription> ring(&ring_shared);
   if (threadIdx.x == 0) {
     epoch_shared = ld_relaxed_u32(p.ws.launch_state);
     ring.init();

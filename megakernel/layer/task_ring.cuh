@@ -17,15 +17,16 @@
 // per warp behind a __syncwarp, compute-sanitizer racecheck reported the producer's next write
 // to the slot as racing with the other lanes' reads); −1 ends the list. The producer takes a ticket
 // only once the previous GEMM task's loads are issued, so it runs at most kTaskRing tasks ahead.
-// The consumers release a slot when their task is done (epilogue included), so the producer
-// pushes task i + 2 only after task i is finished — it could not load i + 2 earlier anyway: the
+// With descriptions the consumers release a slot when their task is done (epilogue included),
+// so the producer pushes task i + 2 only after task i is finished — it could not load i + 2 earlier anyway: the
 // stages free up only as the consumers run i + 1.
 //
-// A slot also carries the task's description (Payload: the forward's GemmTask, the backward's
-// BwdGemmTask), which the producer computes anyway to load the tile. The consumers used to
-// describe the task again after popping it — integer divisions and dependent L2 loads of the
-// plan's offsets between two mainloops, ≈ 3 % of their warp samples on deepseek-v3 (ncu source
-// counters, docs/PERF.md session 16) — and now copy it from shared memory instead.
+// In the forward a slot also carries the task's description (Payload = GemmTask), which the
+// producer computes anyway to load the tile. The consumers used to describe the task again after
+// popping it — integer divisions and dependent L2 loads of the plan's offsets between two
+// mainloops, ≈ 3 % of their warp samples on deepseek-v3 (ncu source counters, docs/PERF.md
+// session 16) — and now read it from the slot, which they release when the task is done. The
+// backward's ring carries numbers only (NoDescription; backward_kernel.cuh says why).
 #pragma once
 
 #include <cstdint>
@@ -41,6 +42,9 @@ inline constexpr uint32_t kTaskRingConsumerThreads = 256;  // the two consumer w
 
 // Shared-memory state of the ring (static __shared__ in the kernel). Payload must be trivially
 // constructible (a __shared__ variable takes no initializer).
+// The payload of a ring that carries task numbers only (the backward's).
+struct NoDescription {};
+
 template <class Payload>
 struct TaskRingStorage {
   uint64_t full[kTaskRing];
@@ -90,6 +94,15 @@ class TaskRing {
     ptx::mbarrier_wait_parity(s_->full + slot_, phase_);
     payload = s_->payload + slot_;
     return *static_cast<volatile int32_t*>(s_->task + slot_);
+  }
+
+  // Every consumer thread, a ring without descriptions: the next task number, −1 at the end,
+  // its slot released at once (the producer may refill it while the task runs).
+  DETMOE_DEVICE int32_t pop_index() {
+    const Payload* unused;
+    const int32_t index = pop(unused);
+    release();
+    return index;
   }
 
   // Every consumer thread, once done with the popped task's slot (not after the −1).
