@@ -15,16 +15,14 @@
 #include <cstdint>
 
 #include "megakernel/layer/layer_params.h"
+#include "megakernel/layer/row_table_window.h"
 #include "megakernel/ptx/common.cuh"
 #include "megakernel/ptx/mbarrier.cuh"
 #include "megakernel/ptx/tma.cuh"
 
 namespace detmoe::mk {
 
-// A 16-byte-aligned window of plan rows around the tile's 128: bulk copies move whole 16-byte
-// pieces, and the tile's first plan row is anywhere. The window never leaves the arrays' 256-byte
-// rounded allocation (layout_workspace).
-inline constexpr int kRowTableRows = kRowsPerMBlock + 4;
+static_assert(kRowTableTileRows == kRowsPerMBlock, "a table holds one tile's rows");
 
 struct RowTable {
   uint64_t full;   // the producer's bulk copies (expect_tx)
@@ -41,16 +39,16 @@ DETMOE_DEVICE void init_row_table(RowTable& t) {
 }
 
 // The first plan row the table holds for a tile starting at plan row `plan_row0`.
-DETMOE_DEVICE int32_t row_table_base(int32_t plan_row0) { return plan_row0 & ~3; }
+DETMOE_DEVICE int32_t row_table_base(int32_t plan_row0) { return row_table_window(plan_row0, 1).begin; }
 
 // Producer thread: the table of plan rows [plan_row0, plan_row0 + rows). `phase` counts the
 // tables loaded (bit 0 is the parity), as the consumers' does.
 DETMOE_DEVICE void load_row_table(RowTable& t, uint32_t& phase, const LayerParams& p, int32_t plan_row0,
                                   int32_t rows, bool fake) {
   ptx::mbarrier_wait_parity(&t.empty, (phase & 1u) ^ 1u);
-  const int32_t begin = row_table_base(plan_row0);
-  const int32_t end = (plan_row0 + max(rows, 1) + 3) & ~3;
-  const uint32_t bytes = static_cast<uint32_t>(end - begin) * 4u;
+  const RowTableWindow w = row_table_window(plan_row0, rows);
+  const int32_t begin = w.begin;
+  const uint32_t bytes = static_cast<uint32_t>(w.end - w.begin) * 4u;
   if (fake) {
     ptx::mbarrier_arrive(&t.full);
   } else {

@@ -17,6 +17,7 @@
 #include "detmoe/layer.h"
 #include "megakernel/gemm/band_order.h"
 #include "megakernel/host/layer_sizes.h"
+#include "megakernel/layer/row_table_window.h"
 #include "support/gpu.h"
 
 namespace detmoe::mk {
@@ -142,6 +143,37 @@ TEST(LayerSizes, WorkspacePiecesAreAlignedDisjointAndInside) {
            {w.hs, 2 * z->hs}},
           base, L.total_bytes);
       EXPECT_EQ(reinterpret_cast<uintptr_t>(w.chunk_base), base + static_cast<uintptr_t>(L.control_bytes));
+    }
+  }
+}
+
+// The forward's GEMM2 row tables are bulk copies of a 16-byte-aligned window around a tile's
+// plan rows (megakernel/layer/row_table.cuh): every window holds the tile's rows, fits the
+// table, and ends inside row_token's and row_slot's pieces of the workspace — for every tile
+// start, with row counts that are and are not multiples of 4 (a window past a piece would read
+// the next piece, or past the workspace, which memcheck only sees on the GPU).
+TEST(LayerSizes, RowTableWindowsStayInsideTheRowArrays) {
+  for (const Shape& s : {Shape{1000, 256, 192, 16, 4, 2, 64}, small_shape(), Shape{1, 64, 64, 1, 1, 1, 0},
+                         Shape{333, 64, 64, 7, 3, 1, 0}}) {
+    auto z = layer_sizes(s, LayerConfig{}, 17);
+    ASSERT_TRUE(z.ok()) << z.status().to_string();
+    const uintptr_t base = uintptr_t{1} << 40;
+    const Workspace w = layout_workspace(base, s, *z).ws;
+    const auto piece_end = [&](const void* piece, const void* next) {
+      return (reinterpret_cast<uintptr_t>(next) - reinterpret_cast<uintptr_t>(piece)) / 4;
+    };
+    const uintptr_t token_room = piece_end(w.row_token, w.row_slot), slot_room = piece_end(w.row_slot, w.recv);
+    const int32_t total = static_cast<int32_t>(z->rows);
+    for (int32_t row0 = 0; row0 < total; ++row0) {
+      const int32_t rows = std::min(kRowTableTileRows, total - row0);
+      const RowTableWindow win = row_table_window(row0, rows);
+      ASSERT_EQ(win.begin % 4, 0) << row0;
+      ASSERT_EQ(win.end % 4, 0) << row0;
+      ASSERT_LE(win.begin, row0);
+      ASSERT_GE(win.end, row0 + rows);
+      ASSERT_LE(win.end - win.begin, kRowTableRows) << row0 << " " << rows;
+      ASSERT_LE(static_cast<uintptr_t>(win.end), token_room) << "rows " << total << ", tile at " << row0;
+      ASSERT_LE(static_cast<uintptr_t>(win.end), slot_room) << "rows " << total << ", tile at " << row0;
     }
   }
 }
