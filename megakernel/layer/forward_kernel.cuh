@@ -2,8 +2,10 @@
 // its task graph (docs/MEGAKERNEL.md):
 //
 //   every thread        plan phases A, B, C with grid barriers (plan_phases.cuh)
-//   warpgroup 0         producer: for each GEMM task of the CTA's list, wait for its inputs
-//                       (dependency counter, acquire), then stream its k-blocks with TMA
+//   warpgroup 0         producer: for each GEMM task of the CTA's list, describe it into the
+//                       task ring (task_ring.cuh), wait for its inputs (dependency counter,
+//                       acquire), then stream its k-blocks with TMA (a routed GEMM2 tile also
+//                       its row table, row_table.cuh)
 //   warpgroups 1, 2     consumers: GEMM mainloop + epilogue + signal for GEMM tasks (routed
 //                       GEMM2's epilogue is the combine); dispatch and weighted sum otherwise
 //   thread 0, at exit   the last CTA to finish advances the launch epoch
