@@ -25,6 +25,7 @@
 #include "megakernel/layer/copy_tasks.cuh"
 #include "megakernel/layer/sync.cuh"
 #include "megakernel/layer/task_list.cuh"
+#include "megakernel/layer/row_table.cuh"
 #include "megakernel/layer/task_ring.cuh"
 #include "megakernel/layer/tile_epilogues.cuh"
 #include "megakernel/layer/trace.cuh"
@@ -32,11 +33,13 @@
 
 namespace detmoe::mk {
 
-// The producer's and consumers' registers after setmaxnreg (64 + 2·216 ≤ 3·168 = 504, the
-// launch's 168 per thread). The backward's ring carries task numbers only: with the forward's
-// descriptions in the ring (session 16) the backward ran 2–3 % slower on deepseek-v3 and
-// mixtral-8x7b (same-run A/B, also with 72/216), so its consumers still describe each task.
-inline constexpr uint32_t kBwdProducerRegisters = 64;
+// The producer's and consumers' registers after setmaxnreg (72 + 2·216 = 3·168 = 504, the
+// launch's 168 per thread). The producer also loads the dx tiles' row tables (session 16): at 64
+// registers the kernel's spills grew from 112 to 152 bytes (ptxas -v), at 72 they are 108. The
+// backward's ring carries task numbers only: with the forward's descriptions in the ring the
+// backward ran 2–3 % slower on deepseek-v3 and mixtral-8x7b (same-run A/B, also with 72/216), so
+// its consumers still describe each task.
+inline constexpr uint32_t kBwdProducerRegisters = 72;
 inline constexpr uint32_t kBwdConsumerRegisters = 216;
 
 // Where the backward's dx row of global slot g·k + j lives.
@@ -62,7 +65,7 @@ DETMOE_DEVICE bool backward_start(const LayerParams& p, const LaunchContext& ctx
 }
 
 DETMOE_DEVICE void run_bwd_producer(const BackwardParams& bp, const LaunchContext& ctx, const Smem& smem,
-                                    const Pipe& pipe, TaskRing<NoDescription> ring) {
+                                    const Pipe& pipe, TaskRing<NoDescription> ring, RowTable& table) {
   const LayerParams& p = bp.f;
   const CtaRole role = bwd_cta_role(p);
   const BackwardTaskList list(p, role.rank, role.phases);
@@ -71,6 +74,7 @@ DETMOE_DEVICE void run_bwd_producer(const BackwardParams& bp, const LaunchContex
   const int32_t total = list.total();
   Stage st;
   bool aborted = false;
+  uint32_t table_phase = 0;  // row tables loaded
   for (;;) {
     const int32_t i = take_ticket(tickets, total);
     ring.push(i);
@@ -88,12 +92,23 @@ DETMOE_DEVICE void run_bwd_producer(const BackwardParams& bp, const LaunchContex
       // Rows written by generic stores (dy dispatch) or other CTAs' TMA stores are read by TMA next.
       fence_proxy_async_global();
     }
-    produce_bwd_tile(g.tile, smem, pipe, st, aborted);
+    if (g.epilogue != BwdEpilogue::kScatterDx) {
+      produce_bwd_tile(g.tile, smem, pipe, st, aborted);
+      continue;
+    }
+    // A dx tile's row table once its first min(k_blocks, kStages) k-blocks are issued, as the
+    // forward's GEMM2 (row_table.cuh). The tables are the forward's, written before this launch.
+    const int32_t table_after = min(g.tile.k_blocks, Cfg::kStages) - 1;
+    const int32_t rows = min(kRowsPerMBlock, g.c_end - g.c_row);
+    produce_bwd_tile(g.tile, smem, pipe, st, aborted, [&](int32_t kb) {
+      if (kb == table_after) load_row_table(table, table_phase, p, g.plan_row0, rows, aborted);
+    });
+    if (table_after < 0) load_row_table(table, table_phase, p, g.plan_row0, rows, aborted);
   }
 }
 
 DETMOE_DEVICE void run_bwd_consumer(const BackwardParams& bp, const LaunchContext& ctx, const Smem& smem,
-                                    const Pipe& pipe, TaskRing<NoDescription> ring) {
+                                    const Pipe& pipe, TaskRing<NoDescription> ring, RowTable& table) {
   const LayerParams& p = bp.f;
   const int wg = static_cast<int>(threadIdx.x / 128) - 1;
   const uint32_t thread = threadIdx.x % 128;
@@ -103,6 +118,7 @@ DETMOE_DEVICE void run_bwd_consumer(const BackwardParams& bp, const LaunchContex
   ExpertWalker walker(p, role.rank);
   gemm::SlabStore out(smem.staging(wg, 0), smem.staging(wg, 1), /*barrier_id=*/1 + wg, issuer);
   Stage st;
+  uint32_t table_phase = 0;  // row tables read
   // Deferred signals, as the forward's (forward_kernel.cuh): a tile's signal is sent after the
   // next tile's mainloop when that tile is of the same phase (no task waits on its own phase),
   // at once before a task of another phase, and at the end.
@@ -146,9 +162,14 @@ DETMOE_DEVICE void run_bwd_consumer(const BackwardParams& bp, const LaunchContex
       et.lane = thread % 32;
       const int32_t col_end = min(g.col0 + kBwdTileCols, g.out_cols);
       ScatterRows where{};
-      if (g.epilogue == BwdEpilogue::kScatterDx)
-        where = scatter_rows_of(p, GlobalRows{p}, g.plan_row0 + wg * Cfg::kWarpgroupRows,
+      if (g.epilogue == BwdEpilogue::kScatterDx) {
+        // From the table the producer copied into shared memory during the mainloop.
+        ptx::mbarrier_wait_parity(&table.full, table_phase & 1u);
+        where = scatter_rows_of(p, TableRows{table, row_table_base(g.plan_row0)}, g.plan_row0 + wg * Cfg::kWarpgroupRows,
                                 min(Cfg::kWarpgroupRows, g.c_end - et.row), min(4, (col_end - et.col0) / 64));
+        ptx::mbarrier_arrive(&table.empty);
+        ++table_phase;
+      }
       TaskTracer::mainloop_done(p, 0);
       flush();
       TaskTracer::epilogue_start(p);
@@ -183,6 +204,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) layer_backward_kernel(const 
   __shared__ uint32_t epoch_shared;
   __shared__ int flag_shared;
   __shared__ TaskRingStorage<NoDescription> ring_shared;
+  __shared__ RowTable table_shared;
   const LayerParams& p = bp.f;
   const Smem smem = Smem::from_dynamic(smem_raw);
   const Pipe pipe{smem.full_barriers(), smem.empty_barriers()};
@@ -190,7 +212,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) layer_backward_kernel(const 
   if (threadIdx.x == 0) {
     epoch_shared = ld_relaxed_u32(p.ws.launch_state);
     ring.init();
-    pipe.init();
+    init_row_table(table_shared);
+    pipe.init();  // its fence.mbarrier_init covers the ring's and the row table's barriers too
   }
   __syncthreads();
   const LaunchContext ctx{epoch_shared, p.ws.error, p.timeout_ns, p.force_timeout_task};
@@ -202,11 +225,11 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) layer_backward_kernel(const 
     const int warpgroup = static_cast<int>(ptx::warp_id_uniform() / 4);
     if (warpgroup == 0) {
       ptx::setmaxnreg_dec<kBwdProducerRegisters>();
-      if (threadIdx.x == 0) run_bwd_producer(bp, ctx, smem, pipe, ring);
+      if (threadIdx.x == 0) run_bwd_producer(bp, ctx, smem, pipe, ring, table_shared);
       __syncwarp();
     } else {
       ptx::setmaxnreg_inc<kBwdConsumerRegisters>();
-      run_bwd_consumer(bp, ctx, smem, pipe, ring);
+      run_bwd_consumer(bp, ctx, smem, pipe, ring, table_shared);
     }
   }
   TaskTracer::finish(p);

@@ -64,7 +64,10 @@ DETMOE_DEVICE int32_t boxes_before(int32_t first, int32_t limit, int32_t max_box
 }
 
 // Producer (one thread): the tile's k-blocks into the stage ring; `fake` as produce_tile's.
-DETMOE_DEVICE void produce_bwd_tile(const BwdTile& t, const Smem& smem, const Pipe& pipe, Stage& st, bool fake) {
+// `after_kblock(kb)` runs once each k-block's loads are issued (the dx tiles' row tables).
+template <class AfterKBlock = NoHook>
+DETMOE_DEVICE void produce_bwd_tile(const BwdTile& t, const Smem& smem, const Pipe& pipe, Stage& st, bool fake,
+                                    AfterKBlock&& after_kblock = {}) {
   constexpr uint32_t kBox = Smem::kBoxBytes;
   const int32_t b_boxes = boxes_before(t.b_col, t.b_cols, Cfg::kBlockN / 64);
   const int32_t a_boxes = t.weight_grad ? boxes_before(t.a_col, t.a_cols, Cfg::kBlockM / 64) : 0;
@@ -74,6 +77,7 @@ DETMOE_DEVICE void produce_bwd_tile(const BwdTile& t, const Smem& smem, const Pi
       ptx::mbarrier_wait_parity(pipe.empty + st.stage, st.phase ^ 1u);
       ptx::mbarrier_arrive(pipe.full + st.stage);
       st.advance();
+      after_kblock(kb);
       continue;
     }
     pipe.producer_acquire(st, bytes);
@@ -95,6 +99,7 @@ DETMOE_DEVICE void produce_bwd_tile(const BwdTile& t, const Smem& smem, const Pi
     for (int j = 0; j < Cfg::kBlockN / 64; ++j)
       if (j < b_boxes) ptx::tma_load_3d(b + j * kBox, t.map_b, bar, t.b_col + 64 * j, rb.y, rb.z);
     st.advance();
+    after_kblock(kb);
   }
   // The saved h for the dSwiGLU epilogue, right behind the k-blocks: the loads land while the
   // consumers run the tile's last k-blocks, so the epilogue reads g and u from shared memory
