@@ -1,8 +1,9 @@
-// The row table of a routed GEMM2 tile in shared memory: where each of its ≤ 128 plan rows goes
-// (global token and slot, the dispatch's row_token / row_slot), loaded by the producer with one
-// bulk copy per array while the tile's mainloop runs, instead of read by the consumers with
-// dependent L2 loads after it (≈ 2 µs per GEMM2 tile on deepseek-v3, ≈ 2 % of the consumers'
-// warp samples by ncu; docs/PERF.md session 16).
+// The row table of a tile that scatters rows to their tokens' slots (the forward's routed GEMM2,
+// the backward's dx tiles) in shared memory: where each of its ≤ 128 plan rows goes (global token
+// and slot, the dispatch's row_token / row_slot), loaded by the producer with one bulk copy per
+// array while the tile's mainloop runs, instead of read by the consumers with dependent L2 loads
+// after it (≈ 2–3 µs per GEMM2 tile on deepseek-v3, ≈ 2 % of the consumers' warp samples by ncu;
+// docs/PERF.md session 16).
 //
 // One table per CTA, single-buffered: the producer loads tile i+1's table after issuing its
 // first min(k_blocks, kStages) k-blocks, by which time the consumers are past tile i's mainloop

@@ -101,8 +101,8 @@ DETMOE_DEVICE SlotRun slot_run_of(const LayerParams& p, const Rows& lookup, int3
 }
 
 // Where a warpgroup's GEMM2 rows go and the slots-ready signal it will owe, looked up from the
-// dispatch's row tables once per tile, before its epilogue (the forward reads the tile's rows
-// from its shared-memory copy, row_table.cuh; the backward from L2).
+// dispatch's row tables once per tile, before its epilogue (from the shared-memory copy the
+// producer made of the tile's rows, row_table.cuh; GlobalRows reads them from L2).
 struct ScatterRows {
   int32_t slot[4];  // rows thread/8 + 16i: global slot g·k + j of the row, −1: none
   SlotRun run;
