@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# What session 16 could not run on its final tree (its device time was spent): compute-sanitizer
+# racecheck and memcheck of the fused forward + backward with the backward's dx row tables
+# (P = 1, 2, 4 loopback), the 300-problem backward property, and a same-run bench (megakernel,
+# reference, PyTorch pipeline) of the final kernels. Run it first.
+#   OUT=dir bash ci/device-session16-pending.sh     (carry .devdeps)
+source "$(dirname "$0")/device-call.sh"
+step build
+build_device detmoe detmoe_perf_layer detmoe_layer_test
+B=build-device; T=$B/tests/megakernel/detmoe_layer_test
+for tool in racecheck memcheck; do
+  for args in "--shape small-shared --routing zipf1" "--shape small --routing hot:0.5 --P 2 --backend loopback" \
+              "--shape small-shared --routing zipf1 --P 4 --backend loopback"; do
+    step "$tool $args"
+    timeout 150 compute-sanitizer --tool $tool --error-exitcode 9 $B/detmoe verify --impl megakernel $args \
+      >"$OUT/san-$tool.log" 2>&1
+    echo "$tool exit $?"; grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|Hazard|PASS|FAIL|rror' "$OUT/san-$tool.log" | head -4
+  done
+done
+step "backward property ($(left) s left)"
+RC_PARAMS="max_success=300" timeout 200 $T --gtest_filter='MegakernelBackwardProperty.Random*' >"$OUT/property.log" 2>&1
+echo "property exit $?"; grep -E 'OK, passed|Falsifiable|Gave up|PASSED|FAILED' "$OUT/property.log" | head -4
+if [ "$(left)" -gt 200 ]; then
+  step "bench ($(left) s left)"
+  timeout $(( $(left) - 10 )) $B/detmoe bench --impl megakernel --json "$OUT/bench.json" >"$OUT/bench.log" 2>&1
+  echo "bench exit $?"; grep -A20 "^megakernel vs" "$OUT/bench.log" | head -22
+fi
+step done
