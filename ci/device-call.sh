@@ -15,3 +15,12 @@ build_device() {
   ci/device-build.sh build-device "$@" >"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
   source ci/device-env.sh
 }
+# `sanitize_verify TOOL ARGS...`: compute-sanitizer TOOL (racecheck, memcheck) over `detmoe verify
+# --impl megakernel ARGS` (forward and backward) of the build-device tree; its summary lines.
+sanitize_verify() {
+  local tool=$1; shift
+  step "$tool $*"
+  timeout 150 compute-sanitizer --tool "$tool" --error-exitcode 9 build-device/detmoe verify --impl megakernel "$@" \
+    >"$OUT/san-$tool.log" 2>&1
+  echo "$tool exit $?"; grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|Hazard|PASS|FAIL|rror' "$OUT/san-$tool.log" | head -4
+}

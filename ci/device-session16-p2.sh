@@ -8,12 +8,8 @@ step build
 build_device detmoe
 B=build-device
 for tool in racecheck memcheck; do
-  for args in "--shape small --routing hot:0.5 --P 2 --backend loopback" "--shape small-shared --routing zipf1 --P 4 --backend loopback"; do
-    step "$tool $args"
-    timeout 150 compute-sanitizer --tool $tool --error-exitcode 9 $B/detmoe verify --impl megakernel $args \
-      >"$OUT/san-$tool.log" 2>&1
-    echo "$tool exit $?"; grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|Hazard|PASS|FAIL|rror' "$OUT/san-$tool.log" | head -4
-  done
+  sanitize_verify $tool --shape small --routing hot:0.5 --P 2 --backend loopback
+  sanitize_verify $tool --shape small-shared --routing zipf1 --P 4 --backend loopback
 done
 step golden
 timeout 100 $B/detmoe golden check --impl megakernel 2>&1 | tail -1

@@ -9,13 +9,9 @@ step build
 build_device detmoe detmoe_perf_layer detmoe_layer_test
 B=build-device; T=$B/tests/megakernel/detmoe_layer_test
 for tool in racecheck memcheck; do
-  for args in "--shape small-shared --routing zipf1" "--shape small --routing hot:0.5 --P 2 --backend loopback" \
-              "--shape small-shared --routing zipf1 --P 4 --backend loopback"; do
-    step "$tool $args"
-    timeout 150 compute-sanitizer --tool $tool --error-exitcode 9 $B/detmoe verify --impl megakernel $args \
-      >"$OUT/san-$tool.log" 2>&1
-    echo "$tool exit $?"; grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|Hazard|PASS|FAIL|rror' "$OUT/san-$tool.log" | head -4
-  done
+  sanitize_verify $tool --shape small-shared --routing zipf1
+  sanitize_verify $tool --shape small --routing hot:0.5 --P 2 --backend loopback
+  sanitize_verify $tool --shape small-shared --routing zipf1 --P 4 --backend loopback
 done
 step "backward property ($(left) s left)"
 RC_PARAMS="max_success=300" timeout 200 $T --gtest_filter='MegakernelBackwardProperty.Random*' >"$OUT/property.log" 2>&1
