@@ -74,7 +74,7 @@ DETMOE_DEVICE void run_bwd_producer(const BackwardParams& bp, const LaunchContex
   const int32_t total = list.total();
   Stage st;
   bool aborted = false;
-  uint32_t table_phase = 0;  // row tables loaded
+  RowTableLoader tables(table);
   for (;;) {
     const int32_t i = take_ticket(tickets, total);
     ring.push(i);
@@ -96,14 +96,14 @@ DETMOE_DEVICE void run_bwd_producer(const BackwardParams& bp, const LaunchContex
       produce_bwd_tile(g.tile, smem, pipe, st, aborted);
       continue;
     }
-    // A dx tile's row table once its first min(k_blocks, kStages) k-blocks are issued, as the
-    // forward's GEMM2 (row_table.cuh). The tables are the forward's, written before this launch.
-    const int32_t table_after = min(g.tile.k_blocks, Cfg::kStages) - 1;
+    // A dx tile: its row table along with its k-blocks, as the forward's GEMM2 (the tables are the
+    // forward's, written before this launch).
+    const int32_t table_after = RowTableLoader::load_kblock(g.tile.k_blocks);
     const int32_t rows = min(kRowsPerMBlock, g.c_end - g.c_row);
     produce_bwd_tile(g.tile, smem, pipe, st, aborted, [&](int32_t kb) {
-      if (kb == table_after) load_row_table(table, table_phase, p, g.plan_row0, rows, aborted);
+      if (kb == table_after) tables.load(p, g.plan_row0, rows, aborted);
     });
-    if (table_after < 0) load_row_table(table, table_phase, p, g.plan_row0, rows, aborted);
+    if (table_after < 0) tables.load(p, g.plan_row0, rows, aborted);
   }
 }
 

@@ -60,7 +60,7 @@ DETMOE_DEVICE void run_producer_tasks(const LayerParams& p, const LaunchContext&
   const int32_t total = list.total();
   Stage st;
   bool aborted = false;
-  uint32_t table_phase = 0;  // row tables loaded
+  RowTableLoader tables(table);
   for (;;) {
     const int32_t i = take_ticket(tickets, total);
     if (i < 0) {
@@ -75,7 +75,7 @@ DETMOE_DEVICE void run_producer_tasks(const LayerParams& p, const LaunchContext&
     // Described in the ring's slot, where the consumers take it from.
     GemmTask* slot = ring.reserve();
     *slot = describe_gemm_task(p, task, role.rank, list, walker);
-    ring.publish(slot, i);
+    ring.publish(i);
     const GemmTask& g = *slot;
     if (!aborted && g.wait != nullptr) {
       aborted = !wait_counter(ctx, g.wait, g.wait_target, g.wait_site);
@@ -86,14 +86,13 @@ DETMOE_DEVICE void run_producer_tasks(const LayerParams& p, const LaunchContext&
       produce_tile(g.tile, smem, pipe, st, aborted);
       continue;
     }
-    // Routed GEMM2: its row table once the first min(k_blocks, kStages) k-blocks are issued
-    // (row_table.cuh says why then).
-    const int32_t table_after = min(g.tile.k_blocks, Cfg::kStages) - 1;
+    // Routed GEMM2: its row table along with its k-blocks.
+    const int32_t table_after = RowTableLoader::load_kblock(g.tile.k_blocks);
     const int32_t rows = min(kRowsPerMBlock, g.tile.c_end - g.tile.c_row);
     produce_tile(g.tile, smem, pipe, st, aborted, [&](int32_t kb) {
-      if (kb == table_after) load_row_table(table, table_phase, p, g.plan_row0, rows, aborted);
+      if (kb == table_after) tables.load(p, g.plan_row0, rows, aborted);
     });
-    if (table_after < 0) load_row_table(table, table_phase, p, g.plan_row0, rows, aborted);
+    if (table_after < 0) tables.load(p, g.plan_row0, rows, aborted);
   }
 }
 

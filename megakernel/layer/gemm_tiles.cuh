@@ -44,7 +44,7 @@ struct TileWork {
 // keeps its first columns, so the epilogues are the full tile's, told where the window ends.
 // Returns the slots-ready signal this thread owes (kScatterRows), else none. A kScatterRows tile
 // reads its rows from the producer's shared-memory table (row_table.cuh; `table_phase` counts
-// the tables read, as the producer's counts the tables loaded).
+// the tables read).
 template <class BeforeEpilogue>
 DETMOE_DEVICE SlotRun consume_tile(int wg, const TileWork& work, const LayerParams& p, const LaunchContext& ctx,
                                    const Smem& smem, const Pipe& pipe, Stage& st, gemm::SlabStore& out,

@@ -17,6 +17,7 @@
 
 #include "megakernel/layer/layer_params.h"
 #include "megakernel/layer/row_table_window.h"
+#include "megakernel/layer/tile_mainloop.cuh"
 #include "megakernel/ptx/common.cuh"
 #include "megakernel/ptx/mbarrier.cuh"
 #include "megakernel/ptx/tma.cuh"
@@ -42,32 +43,38 @@ DETMOE_DEVICE void init_row_table(RowTable& t) {
 // The first plan row the table holds for a tile starting at plan row `plan_row0`.
 DETMOE_DEVICE int32_t row_table_base(int32_t plan_row0) { return row_table_window(plan_row0, 1).begin; }
 
-// Producer thread: the table of plan rows [plan_row0, plan_row0 + rows). `phase` counts the
-// tables loaded (bit 0 is the parity), as the consumers' does.
-DETMOE_DEVICE void load_row_table(RowTable& t, uint32_t& phase, const LayerParams& p, int32_t plan_row0,
-                                  int32_t rows, bool fake) {
-  ptx::mbarrier_wait_parity(&t.empty, (phase & 1u) ^ 1u);
-  const RowTableWindow w = row_table_window(plan_row0, rows);
-  const int32_t begin = w.begin;
-  const uint32_t bytes = static_cast<uint32_t>(w.end - w.begin) * 4u;
-  if (fake) {
-    ptx::mbarrier_arrive(&t.full);
-  } else {
-    ptx::mbarrier_arrive_expect_tx(&t.full, 2 * bytes);
-    ptx::bulk_load(t.token, p.ws.row_token + begin, bytes, &t.full);
-    ptx::bulk_load(t.slot, p.ws.row_slot + begin, bytes, &t.full);
-  }
-  ++phase;
-}
+// The producer thread's side: each scatter tile's table, loaded right after the tile's k-block
+// load_kblock(k_blocks) — once its first min(k_blocks, kStages) k-blocks are issued (why then:
+// above) — or, with no k-block, after the tile. `phase_` counts the tables loaded, as the
+// consumers' phase counts the tables read. (The caller keeps the hook into produce_tile: passing
+// it through a wrapper changed the kernel's code, checked against the cubin.)
+class RowTableLoader {
+ public:
+  DETMOE_DEVICE explicit RowTableLoader(RowTable& t) : t_(t) {}
 
-// Plan-row lookups of a GEMM2 tile's scatter: from the dispatch's tables in global memory (L2),
-// or from the shared-memory table.
-struct GlobalRows {
-  const LayerParams& p;
-  DETMOE_DEVICE int32_t token(int32_t plan_row) const { return __ldcg(p.ws.row_token + plan_row); }
-  DETMOE_DEVICE int32_t slot(int32_t plan_row) const { return __ldcg(p.ws.row_slot + plan_row); }
+  DETMOE_DEVICE static int32_t load_kblock(int32_t k_blocks) { return min(k_blocks, Cfg::kStages) - 1; }
+
+  // The table of plan rows [plan_row0, plan_row0 + rows).
+  DETMOE_DEVICE void load(const LayerParams& p, int32_t plan_row0, int32_t rows, bool fake) {
+    ptx::mbarrier_wait_parity(&t_.empty, (phase_ & 1u) ^ 1u);
+    const RowTableWindow w = row_table_window(plan_row0, rows);
+    const uint32_t bytes = static_cast<uint32_t>(w.end - w.begin) * 4u;
+    if (fake) {
+      ptx::mbarrier_arrive(&t_.full);
+    } else {
+      ptx::mbarrier_arrive_expect_tx(&t_.full, 2 * bytes);
+      ptx::bulk_load(t_.token, p.ws.row_token + w.begin, bytes, &t_.full);
+      ptx::bulk_load(t_.slot, p.ws.row_slot + w.begin, bytes, &t_.full);
+    }
+    ++phase_;
+  }
+
+ private:
+  RowTable& t_;
+  uint32_t phase_ = 0;
 };
 
+// A tile's plan-row lookups in the shared-memory table.
 struct TableRows {
   const RowTable& t;
   int32_t base;  // row_table_base of the tile

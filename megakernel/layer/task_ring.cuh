@@ -68,7 +68,10 @@ class TaskRing {
 
   // Producer thread: hands task number `index` (−1: no more) to the consumers, without a
   // description (copy tasks, the end).
-  DETMOE_DEVICE void push(int32_t index) { publish(reserve(), index); }
+  DETMOE_DEVICE void push(int32_t index) {
+    reserve();
+    publish(index);
+  }
 
   // Producer thread, a task with a description: reserve() waits until the consumers are done
   // with the next slot and returns its payload for the producer to fill in place (a copy from
@@ -79,7 +82,7 @@ class TaskRing {
     ptx::mbarrier_wait_parity(s_->empty + slot_, phase_ ^ 1u);
     return s_->payload + slot_;
   }
-  DETMOE_DEVICE void publish(Payload* /*reserved*/, int32_t index) {
+  DETMOE_DEVICE void publish(int32_t index) {
     s_->task[slot_] = index;
     ptx::mbarrier_arrive(s_->full + slot_);  // release: the writes above are seen by the waiters
     advance();

@@ -74,10 +74,8 @@ struct SlotRun {
 // row; `slabs` per row here), so a sum chunk is complete at n·k·H/64 whichever warpgroup stored
 // which columns (split tiles give each warpgroup half the columns). Found with one load per lane
 // and a ballot (a serial scan along a run cost one dependent load per row, up to 8 per tile on
-// deepseek). All 32 lanes of each warp must call it. `lookup` reads the row tables (GlobalRows
-// or TableRows, row_table.cuh).
-template <class Rows>
-DETMOE_DEVICE SlotRun slot_run_of(const LayerParams& p, const Rows& lookup, int32_t plan_row0, int32_t rows,
+// deepseek). All 32 lanes of each warp must call it. `lookup`: the tile's row table.
+DETMOE_DEVICE SlotRun slot_run_of(const LayerParams& p, const TableRows& lookup, int32_t plan_row0, int32_t rows,
                                   int32_t slabs, int32_t thread) {
   const uint32_t lane = ptx::lane_id();
   const bool mine = thread < rows;
@@ -102,7 +100,7 @@ DETMOE_DEVICE SlotRun slot_run_of(const LayerParams& p, const Rows& lookup, int3
 
 // Where a warpgroup's GEMM2 rows go and the slots-ready signal it will owe, looked up from the
 // dispatch's row tables once per tile, before its epilogue (from the shared-memory copy the
-// producer made of the tile's rows, row_table.cuh; GlobalRows reads them from L2).
+// producer made of the tile's rows, row_table.cuh).
 struct ScatterRows {
   int32_t slot[4];  // rows thread/8 + 16i: global slot g·k + j of the row, −1: none
   SlotRun run;
@@ -110,9 +108,8 @@ struct ScatterRows {
 
 // All 32 lanes of each warp call it (slot_run_of's ballot). plan_row0: the warpgroup's first plan
 // row; rows: how many of its 64 rows belong to the tile (≤ 0: none); slabs: its 64-column slabs.
-template <class Rows>
-DETMOE_DEVICE ScatterRows scatter_rows_of(const LayerParams& p, const Rows& lookup, int32_t plan_row0, int32_t rows,
-                                          int32_t slabs) {
+DETMOE_DEVICE ScatterRows scatter_rows_of(const LayerParams& p, const TableRows& lookup, int32_t plan_row0,
+                                          int32_t rows, int32_t slabs) {
   ScatterRows out;
   const uint32_t thread = threadIdx.x % 128;
 #pragma unroll
