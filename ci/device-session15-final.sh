@@ -9,8 +9,7 @@ step build
 build_device detmoe detmoe_layer_test detmoe_perf_layer
 B=build-device
 step "megakernel tests"
-timeout 150 $B/tests/megakernel/detmoe_layer_test --gtest_filter='*Ragged*:*Session14*:Small/MegakernelBackward.*' >"$OUT/mk.log" 2>&1
-echo "exit $?"; grep -E '^\[  (PASSED|FAILED)|FAILED  \]|Failure' "$OUT/mk.log" | head -12
+layer_tests mk 150 '*Ragged*:*Session14*:Small/MegakernelBackward.*'
 step "golden record reference"
 d=$(mktemp -d); cp golden/hashes/*.json "$d/"
 timeout 120 $B/detmoe golden record --impl reference --dir "$d" >"$OUT/golden-record.log" 2>&1; echo "record exit $?"

@@ -15,8 +15,7 @@ step "sweep"; timeout 120 $B/tests/reference/cublas_wgrad_sweep_test >"$OUT/swee
 grep -E "^M=|reference's form|PASSED|FAILED" "$OUT/sweep.log" | head -40
 step "reference_layer_test"; timeout 150 $B/tests/reference/reference_layer_test >"$OUT/reference.log" 2>&1; echo "exit $?"; summary "$OUT/reference.log" 20
 step "megakernel tests"
-timeout 120 $B/tests/megakernel/detmoe_layer_test --gtest_filter='*Ragged*:*Session14*:MegakernelBackwardNamedShapes.*:Small/MegakernelBackward.*' >"$OUT/mk.log" 2>&1
-echo "exit $?"; summary "$OUT/mk.log"
+layer_tests mk 120 '*Ragged*:*Session14*:MegakernelBackwardNamedShapes.*:Small/MegakernelBackward.*'
 step "golden check reference"
 timeout 120 $B/detmoe golden check --impl reference >"$OUT/golden.log" 2>&1; rc=$?; echo "exit $rc"; tail -25 "$OUT/golden.log"
 if [ $rc -ne 0 ]; then
@@ -25,8 +24,6 @@ if [ $rc -ne 0 ]; then
 fi
 if [ "$(left)" -gt 60 ]; then
   step "property ($(left) s left)"
-  RC_PARAMS="max_success=300" timeout $(( $(left) - 15 )) $B/tests/megakernel/detmoe_layer_test --gtest_filter='MegakernelBackwardProperty.Random*' >"$OUT/property.log" 2>&1
-  echo "property exit $?"; grep -E 'OK, passed|Falsifiable|Gave up|PASSED|FAILED' "$OUT/property.log" | head -4
-  grep -A12 'Falsifiable' "$OUT/property.log" | head -30
+  backward_property $(( $(left) - 15 ))
 fi
 step done

@@ -10,8 +10,7 @@ B=build-device
 step "tests"
 timeout 100 $B/tests/reference/reference_layer_test >"$OUT/reference.log" 2>&1; echo "reference_layer_test exit $?"
 grep -E '^\[  (PASSED|FAILED)|FAILED  \]' "$OUT/reference.log" | head -5
-timeout 150 $B/tests/megakernel/detmoe_layer_test --gtest_filter='*Ragged*:*Session14*:Small/MegakernelBackward.*:MegakernelPropertyKnobs.*' >"$OUT/mk.log" 2>&1
-echo "detmoe_layer_test exit $?"; grep -E '^\[  (PASSED|FAILED)|FAILED  \]' "$OUT/mk.log" | head -5
+layer_tests mk 150 '*Ragged*:*Session14*:Small/MegakernelBackward.*:MegakernelPropertyKnobs.*'
 step "golden"
 for impl in reference megakernel; do timeout 120 $B/detmoe golden check --impl $impl 2>&1 | tail -1; done
 step "accept --level 1"

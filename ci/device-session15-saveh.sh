@@ -8,8 +8,7 @@ step build
 build_device detmoe detmoe_layer_test detmoe_perf_layer
 B=build-device
 step "tests"
-timeout 120 $B/tests/megakernel/detmoe_layer_test --gtest_filter='MegakernelBackwardSaveH.*:*Ragged*:Small/MegakernelBackward.*' >"$OUT/tests.log" 2>&1
-echo "tests exit $?"; grep -E '^\[  (PASSED|FAILED)|FAILED  \]|Failure|DIFFERENT' "$OUT/tests.log" | head -12
+layer_tests tests 120 'MegakernelBackwardSaveH.*:*Ragged*:Small/MegakernelBackward.*'
 step "verify --recompute-h"
 for s in small-shared deepseek-v3; do
   extra=""; [ $s = deepseek-v3 ] && extra="--no-oracle"
@@ -27,8 +26,6 @@ done
 grep -E "^megakernel/" "$OUT/bench.log" | sed 's/ \+/ /g' | cut -c1-160
 if [ "$(left)" -gt 60 ]; then
   step "property ($(left) s left)"
-  RC_PARAMS="max_success=300" timeout $(( $(left) - 10 )) $B/tests/megakernel/detmoe_layer_test --gtest_filter='MegakernelBackwardProperty.Random*' >"$OUT/property.log" 2>&1
-  echo "property exit $?"; grep -E 'OK, passed|Falsifiable|Gave up|PASSED|FAILED|h saved|h recomputed' "$OUT/property.log" | head -8
-  grep -A14 'Falsifiable' "$OUT/property.log" | head -30
+  backward_property $(( $(left) - 10 ))
 fi
 step done

@@ -8,10 +8,9 @@
 source "$(dirname "$0")/device-call.sh"
 step build
 build_device detmoe detmoe_perf_layer detmoe_layer_test
-B=build-device; T=$B/tests/megakernel/detmoe_layer_test
+B=build-device
 step "tests"
-timeout 120 $T --gtest_filter='MegakernelPropertyKnobs.*:MegakernelBackwardProperty.Session14*:*Backward*-*NamedShapes*:*Property*:MegakernelCombine.*' >"$OUT/tests.log" 2>&1
-echo "tests exit $?"; grep -E '^\[  (PASSED|FAILED)|FAILED  \]|^\[       OK \] Megakernel(PropertyKnobs|BackwardProperty)' "$OUT/tests.log" | head -12
+layer_tests tests 120 'MegakernelPropertyKnobs.*:MegakernelBackwardProperty.Session14*:*Backward*-*NamedShapes*:*Property*:MegakernelCombine.*'
 step "bench (megakernel + reference, same run)"
 timeout 240 $B/perf/detmoe_perf_layer --impls=megakernel,reference --shapes=qwen3-30b-a3b,deepseek-v3,mixtral-8x7b,gpt-oss-120b \
   --routings=balanced --timed=20 --trace --benchmark_out="$OUT/bench.json" --benchmark_out_format=json >"$OUT/bench.log" 2>&1
@@ -24,8 +23,7 @@ for b in d["benchmarks"]:
 PY
 if [ "$(left)" -gt 200 ]; then
   step "property ($(left) s left)"
-  RC_PARAMS="max_success=300" timeout $(( $(left) - 110 )) $T --gtest_filter='MegakernelBackwardProperty.Random*' >"$OUT/property.log" 2>&1
-  echo "property exit $?"; grep -E 'OK, passed|Falsifiable|Gave up|PASSED|FAILED' "$OUT/property.log" | head -4; tail -c 400 "$OUT/property.log"
+  backward_property $(( $(left) - 110 ))
 fi
 for impl in megakernel reference; do
   [ "$(left)" -gt 45 ] || break

@@ -8,10 +8,8 @@ step build
 build_device detmoe detmoe_layer_test
 B=build-device
 step tests
-RC_PARAMS="max_success=300" timeout $(( $(left) - 60 )) $B/tests/megakernel/detmoe_layer_test \
-  --gtest_filter='Megakernel*:LayerTrace*:LayerSizes*-*NamedShapes.MatchReference:*BackwardProperty.Random*:MegakernelCombine.*' \
-  >"$OUT/tests.log" 2>&1
-echo "detmoe_layer_test exit $?"; grep -E '^\[  (PASSED|FAILED)|FAILED  \]|OK, passed|Falsifiable' "$OUT/tests.log" | head -12
+RC_PARAMS="max_success=300" layer_tests tests $(( $(left) - 60 )) \
+  'Megakernel*:LayerTrace*:LayerSizes*-*NamedShapes.MatchReference:*BackwardProperty.Random*:MegakernelCombine.*'
 step golden
 for impl in megakernel reference; do timeout 60 $B/detmoe golden check --impl $impl 2>&1 | tail -1; done
 step done

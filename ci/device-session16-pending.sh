@@ -7,15 +7,14 @@
 source "$(dirname "$0")/device-call.sh"
 step build
 build_device detmoe detmoe_perf_layer detmoe_layer_test
-B=build-device; T=$B/tests/megakernel/detmoe_layer_test
+B=build-device
 for tool in racecheck memcheck; do
   sanitize_verify $tool --shape small-shared --routing zipf1
   sanitize_verify $tool --shape small --routing hot:0.5 --P 2 --backend loopback
   sanitize_verify $tool --shape small-shared --routing zipf1 --P 4 --backend loopback
 done
 step "backward property ($(left) s left)"
-RC_PARAMS="max_success=300" timeout 200 $T --gtest_filter='MegakernelBackwardProperty.Random*' >"$OUT/property.log" 2>&1
-echo "property exit $?"; grep -E 'OK, passed|Falsifiable|Gave up|PASSED|FAILED' "$OUT/property.log" | head -4
+backward_property 200
 if [ "$(left)" -gt 200 ]; then
   step "bench ($(left) s left)"
   timeout $(( $(left) - 10 )) $B/detmoe bench --impl megakernel --json "$OUT/bench.json" >"$OUT/bench.log" 2>&1

@@ -10,9 +10,7 @@ step build
 export DETMOE_CMAKE_ARGS="-DDETMOE_TORCH_PYTHON=$PY"
 build_device detmoe detmoe_layer_test reference_layer_test cublas_wgrad_test cublas_wgrad_sweep_test detmoe_torch
 step "gpu tests"
-timeout 150 $B/tests/megakernel/detmoe_layer_test \
-  --gtest_filter='MegakernelBackwardSaveH.*:*Ragged*:*Session14*:Small/MegakernelBackward.*:MegakernelPropertyKnobs.*' >"$OUT/mk.log" 2>&1
-echo "detmoe_layer_test exit $?"; grep -E '^\[  (PASSED|FAILED)|FAILED  \]' "$OUT/mk.log" | head -8
+layer_tests mk 150 'MegakernelBackwardSaveH.*:*Ragged*:*Session14*:Small/MegakernelBackward.*:MegakernelPropertyKnobs.*'
 for t in reference/reference_layer_test reference/cublas_wgrad_test reference/cublas_wgrad_sweep_test; do
   timeout 120 $B/tests/$t >"$OUT/ref.log" 2>&1; echo "$t exit $?"
   grep -E '^\[  (PASSED|FAILED)|FAILED  \]' "$OUT/ref.log" | head -4
