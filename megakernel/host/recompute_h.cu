@@ -21,7 +21,7 @@ __global__ void rank_group_offsets_kernel(const int32_t* expert_offset, const in
 // C [rows, n] = bf16(A [rows, k] · B [groups·n, k]ᵀ per group), dense: the forward's GEMM1 without
 // its SwiGLU, so C = h. group_offsets null: one group of all rows.
 Status gate_up(int64_t rows, int64_t n, int64_t k, int32_t groups, const int32_t* group_offsets, const void* a,
-               const void* b, void* c, cudaStream_t stream, const std::string& what) {
+               const void* b, void* c, cudaStream_t stream, const char* what, int64_t rank) {
   gemm::GroupedGemm g;
   g.layout = gemm::Layout::kForward;
   g.epilogue = gemm::Epilogue::kStoreBF16;
@@ -36,7 +36,8 @@ Status gate_up(int64_t rows, int64_t n, int64_t k, int32_t groups, const int32_t
   g.ldb = k;
   g.c = c;
   g.ldc = n;
-  if (const Status s = gemm::run(g, stream); !s.ok()) return Status(s.code(), "recomputing " + what + ": " + s.message());
+  if (const Status s = gemm::run(g, stream); !s.ok())
+    return Status(s.code(), "recomputing " + std::string(what) + " of rank " + std::to_string(rank) + ": " + s.message());
   return Status::Ok();
 }
 
@@ -54,12 +55,11 @@ Status recompute_h(const Shape& shape, int64_t capacity, const Workspace& ws, st
                                                                   static_cast<int32_t>(P), epr, ws.h_group_offsets);
   DETMOE_CUDA_RETURN(cudaGetLastError());
   for (int64_t r = 0; r < P; ++r) {
-    const std::string rank = " of rank " + std::to_string(r);
     DETMOE_RETURN_IF_ERROR(gate_up(capacity, 2 * F, H, epr, ws.h_group_offsets + r * (epr + 1), ws.recv + r * capacity * H,
-                                   inputs[r].w_gate_up, ws.dh + r * capacity * 2 * F, stream, "h" + rank));
+                                   inputs[r].w_gate_up, ws.dh + r * capacity * 2 * F, stream, "h", r));
     if (Fs > 0)
       DETMOE_RETURN_IF_ERROR(gate_up(T, 2 * Fs, H, 1, nullptr, inputs[r].x, inputs[r].ws_gate_up, ws.dhs + r * T * 2 * Fs,
-                                     stream, "the shared expert's h" + rank));
+                                     stream, "the shared expert's h", r));
   }
   return Status::Ok();
 }

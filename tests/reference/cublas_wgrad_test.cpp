@@ -12,17 +12,12 @@
 #include <vector>
 
 #include "cublas_gemm.h"
+#include "device_buffer.h"
 #include "detmoe/numeric.h"
 #include "support/gpu.h"
 
 namespace detmoe {
 namespace {
-
-struct DeviceBytes {
-  explicit DeviceBytes(size_t n) { EXPECT_EQ(cudaMalloc(&p, n), cudaSuccess); }
-  ~DeviceBytes() { cudaFree(p); }
-  void* p = nullptr;
-};
 
 // Deterministic bf16 values in [-1, 1).
 std::vector<uint16_t> random_bf16(size_t n, uint64_t seed) {
@@ -51,19 +46,23 @@ TEST_P(CublasWgrad, TransposedAMatchesFp64) {
   constexpr int64_t H = 64, F = 64;
   const int64_t rows = row0 + K;
   const std::vector<uint16_t> a = random_bf16(rows * H, 1 + K), b = random_bf16(rows * F, 2 + K);
-  DeviceBytes da(a.size() * 2), db(b.size() * 2), dc(H * F * 4), dc16(H * F * 2);
-  ASSERT_EQ(cudaMemcpy(da.p, a.data(), a.size() * 2, cudaMemcpyHostToDevice), cudaSuccess);
-  ASSERT_EQ(cudaMemcpy(db.p, b.data(), b.size() * 2, cudaMemcpyHostToDevice), cudaSuccess);
-  ASSERT_EQ(cudaMemset(dc.p, 0xff, H * F * 4), cudaSuccess);  // NaN poison
-  ASSERT_EQ(cudaMemset(dc16.p, 0xff, H * F * 2), cudaSuccess);
+  ref::DeviceBuffer da, db, dc, dc16;
+  ASSERT_TRUE(da.allocate(a.size() * 2, "A").ok());
+  ASSERT_TRUE(db.allocate(b.size() * 2, "B").ok());
+  ASSERT_TRUE(dc.allocate(H * F * 4, "C").ok());
+  ASSERT_TRUE(dc16.allocate(H * F * 2, "C bf16").ok());
+  ASSERT_EQ(cudaMemcpy(da.get(), a.data(), a.size() * 2, cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(db.get(), b.data(), b.size() * 2, cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(cudaMemset(dc.get(), 0xff, H * F * 4), cudaSuccess);  // NaN poison
+  ASSERT_EQ(cudaMemset(dc16.get(), 0xff, H * F * 2), cudaSuccess);
   cudaStream_t stream;
   ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
   {
     ref::CublasGemm gemm;
     ASSERT_TRUE(gemm.init(stream, 32 << 20, H * F).ok());
-    const uint16_t* A = static_cast<const uint16_t*>(da.p) + row0 * H;
-    const uint16_t* B = static_cast<const uint16_t*>(db.p) + row0 * F;
-    const ref::GemmProblem p32{H, F, K, A, H, B, F, dc.p, F}, p16{H, F, K, A, H, B, F, dc16.p, F};
+    const uint16_t* A = static_cast<const uint16_t*>(da.get()) + row0 * H;
+    const uint16_t* B = static_cast<const uint16_t*>(db.get()) + row0 * F;
+    const ref::GemmProblem p32{H, F, K, A, H, B, F, dc.get(), F}, p16{H, F, K, A, H, B, F, dc16.get(), F};
     Status st = gemm.run(ReferenceGemm::kPerExpert, true, false, ref::GemmOut::kFP32, {&p32, 1}, "wgrad fp32");
     ASSERT_TRUE(st.ok()) << st.to_string();
     st = gemm.run(ReferenceGemm::kGroupedBatched, true, false, ref::GemmOut::kBF16, {&p16, 1}, "wgrad bf16");
@@ -73,8 +72,8 @@ TEST_P(CublasWgrad, TransposedAMatchesFp64) {
   ASSERT_EQ(cudaStreamDestroy(stream), cudaSuccess);
   std::vector<float> c(H * F);
   std::vector<uint16_t> c16(H * F);
-  ASSERT_EQ(cudaMemcpy(c.data(), dc.p, c.size() * 4, cudaMemcpyDeviceToHost), cudaSuccess);
-  ASSERT_EQ(cudaMemcpy(c16.data(), dc16.p, c16.size() * 2, cudaMemcpyDeviceToHost), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(c.data(), dc.get(), c.size() * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(c16.data(), dc16.get(), c16.size() * 2, cudaMemcpyDeviceToHost), cudaSuccess);
   int64_t bad = 0, bad16 = 0;
   double worst = 0, worst16 = 0;
   for (int64_t i = 0; i < H; ++i)
