@@ -3,8 +3,8 @@
 // Every epilogue goes through shared memory: it writes 64-row × 128-byte slabs (64 bf16 or 32
 // fp32 columns, 128-byte swizzled so the eight row addresses of a stmatrix hit distinct banks)
 // into two rotating staging slabs, and one thread per warpgroup stores each slab with the
-// ragged C map, which drops rows past the group and columns past C (or, copy_out, the whole
-// warpgroup copies it to rows of its choosing).
+// ragged C map, which drops rows past the group and columns past C. (write_bf16_rows stages rows
+// unswizzled at a padded pitch instead, for callers that copy rows out one by one.)
 //
 // An epilogue is a type with
 //   template <class Cfg> static void apply(const float (&acc)[128], bool zero, const EpilogueTile&,
@@ -71,22 +71,6 @@ class SlabStore {
     ++count_;
   }
 
-  // Fills the next slab with `write(slab)`, then every thread of the warpgroup copies it out with
-  // `copy(slab)` (generic loads and stores): for rows that no tensor map covers, such as the
-  // megakernel's rows scattered to their tokens' y slots. Shares the rotation with store().
-  template <class Write, class Copy>
-  DETMOE_DEVICE void copy_out(Write&& write, Copy&& copy) {
-    const uint32_t slab = (count_ & 1u) ? slab1_ : slab0_;
-    // A TMA store issued two slabs ago read this slab (see store()); a copy_out two slabs ago
-    // read it too, and every thread finished that copy before it reached this barrier.
-    if (issuer_) ptx::bulk_wait_group_read<1>();
-    ptx::named_barrier_sync(barrier_id_, 128);
-    write(slab);
-    ptx::named_barrier_sync(barrier_id_, 128);
-    copy(slab);
-    ++count_;
-  }
-
   // Before the CTA exits: its stores must finish reading shared memory.
   DETMOE_DEVICE void drain() const {
     if (issuer_) ptx::bulk_wait_group_all();
@@ -112,6 +96,26 @@ DETMOE_DEVICE void write_bf16_slab(uint32_t slab, uint32_t warp, uint32_t lane, 
     // Matrices: (rows 0-7, block 2p), (rows 8-15, block 2p), (rows 0-7, block 2p+1), (8-15, 2p+1).
     const uint32_t chunk = 2 * p + (matrix >> 1);
     ptx::stmatrix_x4(row_addr + ((chunk ^ (lane & 7u)) << 4), ptx::pack_bf16x2(value(8 * p + 0), value(8 * p + 1)),
+                     ptx::pack_bf16x2(value(8 * p + 2), value(8 * p + 3)),
+                     ptx::pack_bf16x2(value(8 * p + 4), value(8 * p + 5)),
+                     ptx::pack_bf16x2(value(8 * p + 6), value(8 * p + 7)));
+  }
+}
+
+// The same 64 bf16 columns (slab `block` of a row, bytes [128·block, 128·block + 128)) into a
+// plain row-major block of `pitch` bytes per row, unswizzled, so each row is contiguous: the
+// source of one bulk copy per row (the fused layer's row scatter). With pitch ≡ 16 (mod 128) the
+// 8 rows of each stmatrix matrix fall in 8 different 16-byte bank groups, as the swizzle does.
+template <class Value>
+DETMOE_DEVICE void write_bf16_rows(uint32_t base, uint32_t pitch, int block, uint32_t warp, uint32_t lane,
+                                   Value&& value) {
+  const uint32_t matrix = lane >> 3;
+  const uint32_t row = warp * 16 + (matrix & 1u) * 8 + (lane & 7u);
+  const uint32_t row_addr = base + row * pitch + static_cast<uint32_t>(block) * 128;
+#pragma unroll
+  for (int p = 0; p < 4; ++p) {
+    const uint32_t chunk = 2 * p + (matrix >> 1);
+    ptx::stmatrix_x4(row_addr + (chunk << 4), ptx::pack_bf16x2(value(8 * p + 0), value(8 * p + 1)),
                      ptx::pack_bf16x2(value(8 * p + 2), value(8 * p + 3)),
                      ptx::pack_bf16x2(value(8 * p + 4), value(8 * p + 5)),
                      ptx::pack_bf16x2(value(8 * p + 6), value(8 * p + 7)));

@@ -19,14 +19,18 @@ struct SmemLayout {
   // A 64-row × 128-byte box: the unit of every MN-major operand load and of every epilogue store.
   static constexpr uint32_t kBoxBytes = 64 * kRowBytes;
   // Each consumer warpgroup rotates two staging slabs so one slab's TMA store overlaps the
-  // writing of the next.
+  // writing of the next; a Cfg may give each warpgroup more staging (the fused layer's row
+  // scatter stages a whole 64 × 256 output there), whose first two boxes are the slabs.
   static constexpr uint32_t kSlabsPerWarpgroup = 2;
+  static constexpr uint32_t kStagingBytesPerWarpgroup = Cfg::kStagingBytesPerWarpgroup;
+  static_assert(kStagingBytesPerWarpgroup >= kSlabsPerWarpgroup * kBoxBytes && kStagingBytesPerWarpgroup % 1024 == 0,
+                "staging holds the slabs and keeps their 1024-byte alignment");
 
   static constexpr uint32_t kAOffset = 0;
   static constexpr uint32_t kBOffset = kAOffset + Cfg::kStages * kATileBytes;
   static constexpr uint32_t kStagingOffset = kBOffset + Cfg::kStages * kBTileBytes;
   static constexpr uint32_t kBarrierOffset =
-      kStagingOffset + Cfg::kConsumerWarpgroups * kSlabsPerWarpgroup * kBoxBytes;
+      kStagingOffset + Cfg::kConsumerWarpgroups * kStagingBytesPerWarpgroup;
   static constexpr uint32_t kBytes = kBarrierOffset + 2 * Cfg::kStages * sizeof(uint64_t);
   // The dynamic shared-memory base is only 16-byte aligned by contract: reserve room to round up.
   static constexpr uint32_t kDynamicBytes = kBytes + 1024;
@@ -38,7 +42,7 @@ struct SmemLayout {
   __device__ uint8_t* a_stage(int s) const { return base + kAOffset + s * kATileBytes; }
   __device__ uint8_t* b_stage(int s) const { return base + kBOffset + s * kBTileBytes; }
   __device__ uint8_t* staging(int warpgroup, int slab) const {
-    return base + kStagingOffset + (warpgroup * kSlabsPerWarpgroup + slab) * kBoxBytes;
+    return base + kStagingOffset + warpgroup * kStagingBytesPerWarpgroup + slab * kBoxBytes;
   }
   __device__ uint64_t* full_barriers() const { return reinterpret_cast<uint64_t*>(base + kBarrierOffset); }
   __device__ uint64_t* empty_barriers() const { return full_barriers() + Cfg::kStages; }

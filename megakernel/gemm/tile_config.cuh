@@ -28,6 +28,9 @@ struct Tile128x256 {
   // Rows of L2-friendly bands: consecutive tiles walk kBandRows m-blocks before moving to the
   // next n-block, so the CTAs in flight share A rows and B columns.
   static constexpr int kBandRows = 8;
+
+  // Epilogue staging per consumer warpgroup: two 8 KB slabs that rotate (smem_layout.cuh).
+  static constexpr uint32_t kStagingBytesPerWarpgroup = 2 * 64 * 128;
 };
 
 }  // namespace detmoe::gemm

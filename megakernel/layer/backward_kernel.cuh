@@ -117,6 +117,7 @@ DETMOE_DEVICE void run_bwd_consumer(const BackwardParams& bp, const LaunchContex
   const BackwardTaskList list(p, role.rank, role.phases);
   ExpertWalker walker(p, role.rank);
   gemm::SlabStore out(smem.staging(wg, 0), smem.staging(wg, 1), /*barrier_id=*/1 + wg, issuer);
+  RowScatter scatter(smem, wg);
   Stage st;
   uint32_t table_phase = 0;  // row tables read
   // Deferred signals, as the forward's (forward_kernel.cuh): a tile's signal is sent after the
@@ -128,7 +129,8 @@ DETMOE_DEVICE void run_bwd_consumer(const BackwardParams& bp, const LaunchContex
   auto flush = [&] {
     if (pending_phase == BwdPhase::kDone) return;
     if (pending_phase == BwdPhase::kDgrad2) {
-      fence_acq_rel_gpu();  // every thread stored dx rows with generic stores
+      scatter.complete();  // threads 0–63 sent dx rows with bulk copies (RowScatter)
+      fence_acq_rel_gpu();
       ptx::named_barrier_sync(1 + wg, 128);
       if (pending_run.counter != nullptr && !launch_aborted(ctx)) signal_stamped(pending_run.counter, pending_run.amount);
     } else if (issuer) {
@@ -179,9 +181,11 @@ DETMOE_DEVICE void run_bwd_consumer(const BackwardParams& bp, const LaunchContex
           DSwiGLUEpilogue::apply(acc, et, g.out_cols, wg, issuer, smem, pipe, st, g.map_c);
           break;
         case BwdEpilogue::kScatterDx:
-          pending_run = ScatterRowsEpilogue::apply(acc, et, col_end, p, ctx, where, out, DxSlotRow{});
+          scatter.apply(acc, et, col_end, p, ctx, where, DxSlotRow{});
+          pending_run = where.run;
           break;
         case BwdEpilogue::kStore: {
+          scatter.reclaim();  // the slabs lie in the scatter's staging
           gemm::KernelParams kp{};
           kp.epilogue = g.store_kind;
           kp.out_cols = g.out_cols;

@@ -105,6 +105,7 @@ DETMOE_DEVICE void run_consumer_tasks(const LayerParams& p, const LaunchContext&
   const TaskList list(p, role.rank, role.phases);
   gemm::SlabStore out(smem.staging(wg, 0), smem.staging(wg, 1), /*barrier_id=*/1 + wg, issuer);
   int* hist = reinterpret_cast<int*>(smem.staging(0, 0));  // E ints; slabs are idle between tiles
+  RowScatter scatter(smem, wg);
   Stage st;
   uint32_t table_phase = 0;  // row tables read
   // A GEMM tile's signal waits for its stores to land. It is sent after the NEXT tile's
@@ -118,7 +119,8 @@ DETMOE_DEVICE void run_consumer_tasks(const LayerParams& p, const LaunchContext&
   auto flush = [&] {
     if (pending_phase == Phase::kDone) return;
     if (pending_phase == Phase::kGemm2) {
-      // Every thread stored y rows with generic stores (the fused combine).
+      // Threads 0–63 sent y rows with bulk copies (the fused combine; RowScatter).
+      scatter.complete();
       fence_acq_rel_gpu();
       ptx::named_barrier_sync(1 + wg, 128);
       if (pending_run.counter != nullptr && !launch_aborted(ctx))
@@ -154,7 +156,7 @@ DETMOE_DEVICE void run_consumer_tasks(const LayerParams& p, const LaunchContext&
         float acc[Cfg::kAccumulators];
 #pragma unroll
         for (int r = 0; r < Cfg::kAccumulators; ++r) acc[r] = 0.0f;
-        pending_run = consume_tile(wg, *described, p, ctx, smem, pipe, st, out, table, table_phase, acc, flush);
+        pending_run = consume_tile(wg, *described, p, ctx, smem, pipe, st, out, scatter, table, table_phase, acc, flush);
         pending_phase = task.phase;
         pending = described->done;
         break;

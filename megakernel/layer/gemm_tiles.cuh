@@ -48,7 +48,7 @@ struct TileWork {
 template <class BeforeEpilogue>
 DETMOE_DEVICE SlotRun consume_tile(int wg, const TileWork& work, const LayerParams& p, const LaunchContext& ctx,
                                    const Smem& smem, const Pipe& pipe, Stage& st, gemm::SlabStore& out,
-                                   RowTable& table, uint32_t& table_phase, float (&acc)[Cfg::kAccumulators],
+                                   RowScatter& scatter, RowTable& table, uint32_t& table_phase, float (&acc)[Cfg::kAccumulators],
                                    BeforeEpilogue&& before_epilogue) {
   // `work` may be the task ring's shared-memory copy: the fields the epilogue needs are read
   // after the mainloop, so they are not held in registers across it.
@@ -88,6 +88,7 @@ DETMOE_DEVICE SlotRun consume_tile(int wg, const TileWork& work, const LayerPara
   TaskTracer::mainloop_done(p, static_cast<uint32_t>(shape));
   before_epilogue();
   TaskTracer::epilogue_start(p);
+  if (epilogue != TileEpilogue::kScatterRows) scatter.reclaim();  // the slabs lie in the scatter's staging
   switch (epilogue) {
     case TileEpilogue::kSwiGLU:
       if (up_register(shape) == 32) {
@@ -97,7 +98,8 @@ DETMOE_DEVICE SlotRun consume_tile(int wg, const TileWork& work, const LayerPara
       }
       break;
     case TileEpilogue::kScatterRows:
-      return ScatterRowsEpilogue::apply(acc, et, col_end, p, ctx, where, out);
+      scatter.apply(acc, et, col_end, p, ctx, where);
+      return where.run;
     case TileEpilogue::kStore: {
       gemm::KernelParams kp{};
       kp.epilogue = static_cast<int32_t>(gemm::Epilogue::kStoreBF16);

@@ -41,6 +41,15 @@ DETMOE_DEVICE void bulk_load(void* dst, const void* src, uint32_t bytes, uint64_
                : "memory");
 }
 
+// Plain (non-tensor) bulk copy of `bytes` from shared to global memory, in this thread's current
+// bulk group (commit, then wait with bulk_wait_group_*). Both addresses 16-byte aligned, `bytes`
+// a multiple of 16.
+DETMOE_DEVICE void bulk_store(void* dst, uint32_t src_smem_addr, uint32_t bytes) {
+  asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;" ::"l"(reinterpret_cast<uint64_t>(dst)),
+               "r"(src_smem_addr), "r"(bytes)
+               : "memory");
+}
+
 // Bulk groups belong to the issuing thread: only it may wait on them.
 DETMOE_DEVICE void bulk_commit_group() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
 
