@@ -26,6 +26,7 @@
 #include "megakernel/layer/gemm_tiles.cuh"
 #include "megakernel/layer/layer_params.h"
 #include "megakernel/layer/plan_phases.cuh"
+#include "megakernel/layer/row_scatter.cuh"
 #include "megakernel/layer/row_table.cuh"
 #include "megakernel/layer/sync.cuh"
 #include "megakernel/layer/task_list.cuh"
@@ -98,14 +99,15 @@ DETMOE_DEVICE void run_producer_tasks(const LayerParams& p, const LaunchContext&
 
 // The two consumer warpgroups.
 DETMOE_DEVICE void run_consumer_tasks(const LayerParams& p, const LaunchContext& ctx, const Smem& smem,
-                                      const Pipe& pipe, TaskRing<GemmTask> ring, RowTable& table) {
+                                      const Pipe& pipe, TaskRing<GemmTask> ring, RowTable& table,
+                                      RowCopyStorage& copies) {
   const int wg = static_cast<int>(threadIdx.x / 128) - 1;
   const bool issuer = threadIdx.x % 128 == 0;
   const CtaRole role = cta_role(p);
   const TaskList list(p, role.rank, role.phases);
   gemm::SlabStore out(smem.staging(wg, 0), smem.staging(wg, 1), /*barrier_id=*/1 + wg, issuer);
   int* hist = reinterpret_cast<int*>(smem.staging(0, 0));  // E ints; slabs are idle between tiles
-  RowScatter scatter(smem, wg);
+  RowScatter scatter(copies, smem, wg);
   Stage st;
   uint32_t table_phase = 0;  // row tables read
   // A GEMM tile's signal waits for its stores to land. It is sent after the NEXT tile's
@@ -119,12 +121,13 @@ DETMOE_DEVICE void run_consumer_tasks(const LayerParams& p, const LaunchContext&
   auto flush = [&] {
     if (pending_phase == Phase::kDone) return;
     if (pending_phase == Phase::kGemm2) {
-      // Threads 0–63 sent y rows with bulk copies (the fused combine; RowScatter).
-      scatter.complete();
-      fence_acq_rel_gpu();
-      ptx::named_barrier_sync(1 + wg, 128);
-      if (pending_run.counter != nullptr && !launch_aborted(ctx))
+      // The copier sent the y rows (the fused combine, row_scatter.cuh); each thread sees them
+      // landed through the mbarrier and releases its run at GPU scope.
+      scatter.landed();
+      if (pending_run.counter != nullptr && !launch_aborted(ctx)) {
+        fence_acq_rel_gpu();
         signal_stamped(pending_run.counter, pending_run.amount);
+      }
     } else if (issuer) {
       out.drain();  // this warpgroup's TMA stores are complete in global memory
       fence_proxy_async_global();
@@ -167,6 +170,7 @@ DETMOE_DEVICE void run_consumer_tasks(const LayerParams& p, const LaunchContext&
   }
   flush();
   out.drain();
+  scatter.finish();
 }
 
 __global__ void __launch_bounds__(Cfg::kThreads, 1) layer_forward_kernel(const __grid_constant__ LayerParams p) {
@@ -176,6 +180,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) layer_forward_kernel(const _
   __shared__ int flag_shared;
   __shared__ TaskRingStorage<GemmTask> ring_shared;
   __shared__ RowTable table_shared;
+  __shared__ RowCopyStorage copies_shared;
   const Smem smem = Smem::from_dynamic(smem_raw);
   const Pipe pipe{smem.full_barriers(), smem.empty_barriers()};
   const TaskRing<GemmTask> ring(&ring_shared);
@@ -183,6 +188,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) layer_forward_kernel(const _
     epoch_shared = ld_relaxed_u32(p.ws.launch_state);
     ring.init();
     init_row_table(table_shared);
+    init_row_copies(copies_shared);
     pipe.init();  // its fence.mbarrier_init covers the ring's and the row table's barriers too
   }
   __syncthreads();
@@ -200,11 +206,16 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) layer_forward_kernel(const _
     const int warpgroup = static_cast<int>(ptx::warp_id_uniform() / 4);
     if (warpgroup == 0) {
       ptx::setmaxnreg_dec<kLayerProducerRegisters>();
-      if (threadIdx.x == 0) run_producer_tasks(p, ctx, smem, pipe, ring, table_shared);
-      __syncwarp();  // warp 0 reaches the CTA barrier below converged (bar.sync is .aligned)
+      const uint32_t warp = ptx::warp_id_uniform();
+      if (threadIdx.x == 0) {
+        run_producer_tasks(p, ctx, smem, pipe, ring, table_shared);
+      } else if (warp == 1 || warp == 2) {
+        run_row_copier(p, smem, copies_shared, static_cast<int>(warp) - 1, YSlotRow{});
+      }
+      __syncwarp();  // each warp reaches the CTA barrier below converged (bar.sync is .aligned)
     } else {
       ptx::setmaxnreg_inc<kLayerConsumerRegisters>();
-      run_consumer_tasks(p, ctx, smem, pipe, ring, table_shared);
+      run_consumer_tasks(p, ctx, smem, pipe, ring, table_shared, copies_shared);
     }
   }
   TaskTracer::finish(p);

@@ -9,6 +9,7 @@
 
 #include "megakernel/gemm/epilogue.cuh"
 #include "megakernel/layer/layer_params.h"
+#include "megakernel/layer/row_scatter.cuh"
 #include "megakernel/layer/row_table.cuh"
 #include "megakernel/layer/sync.cuh"
 #include "megakernel/layer/tile_epilogues.cuh"
@@ -98,7 +99,7 @@ DETMOE_DEVICE SlotRun consume_tile(int wg, const TileWork& work, const LayerPara
       }
       break;
     case TileEpilogue::kScatterRows:
-      scatter.apply(acc, et, col_end, p, ctx, where);
+      scatter.apply(acc, et, col_end, ctx, where);
       return where.run;
     case TileEpilogue::kStore: {
       gemm::KernelParams kp{};
