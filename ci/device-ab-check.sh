@@ -3,7 +3,10 @@
 # (perf/megakernel_ab.sh; AB_TREES, first = the new one), the first tree's GPU tests (AB_TESTS),
 # a custom shape under memcheck (AB_REPRO), compute-sanitizer racecheck + memcheck of fwd+bwd at
 # P = 1, 2, 4 loopback on the first tree, then a same-run timing (AB_ROUNDS, AB_SHAPES) and, with
-# TRACE_SHAPES, one traced run of the first tree (per-tile mainloop / epilogue, stderr).
+# TRACE_SHAPES, one traced run of the first tree (per-tile mainloop / epilogue, stderr). Then, on
+# the first tree: GEMM_FILTER (detmoe_gemm_test with that filter), `detmoe golden check --impl
+# megakernel`, and with PROPERTY_N the forward and backward property tests at N problems each in
+# what is left of BUDGET_S.
 #   OUT=dir AB_TREES='new=.ab/new main=.ab/main' bash ci/device-ab-check.sh   (carry .devdeps .ab)
 source "$(dirname "$0")/device-call.sh"
 : "${AB_TREES:?}"
@@ -30,5 +33,19 @@ if [ -n "${TRACE_SHAPES:-}" ]; then
   timeout $(( $(left) - 5 )) build-device/perf/detmoe_perf_layer --impls=megakernel --routings=balanced --shapes="$TRACE_SHAPES" \
     --timed=5 --trace >"$OUT/trace.log" 2>&1
   echo "trace exit $?"; grep -vE '^(Run on|CPU Caches|  L[123]|Load Average|-----)' "$OUT/trace.log" | head -60
+fi
+if [ -n "${GEMM_FILTER:-}" ]; then
+  step "detmoe_gemm_test $GEMM_FILTER"
+  ( source "$first_dir/ci/device-env.sh" && ninja -C "$first_dir/build-ab" detmoe_gemm_test >"$OUT/build-gemm-test.log" 2>&1 &&
+    timeout 120 "$first_dir/build-ab/tests/megakernel/detmoe_gemm_test" --gtest_filter="$GEMM_FILTER" 2>&1 |
+    grep -E '^\[  (PASSED|FAILED)|FAILED  \]|Failure' | head -8 ) || echo "gemm test build failed"
+fi
+step golden
+timeout 90 build-device/detmoe golden check --impl megakernel 2>&1 | tail -1
+if [ -n "${PROPERTY_N:-}" ]; then
+  for prop in MegakernelProperty MegakernelBackwardProperty; do
+    step "$prop ($PROPERTY_N problems, $(left) s left)"
+    [ "$(left)" -gt 30 ] && RC_PARAMS="max_success=$PROPERTY_N" layer_tests "$prop" $(( ($(left) - 10) / 2 )) "$prop.Random*"
+  done
 fi
 step done
