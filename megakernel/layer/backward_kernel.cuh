@@ -25,7 +25,7 @@
 #include "megakernel/layer/copy_tasks.cuh"
 #include "megakernel/layer/sync.cuh"
 #include "megakernel/layer/task_list.cuh"
-#include "megakernel/layer/epilogue_copier.cuh"
+#include "megakernel/layer/row_scatter.cuh"
 #include "megakernel/layer/row_table.cuh"
 #include "megakernel/layer/task_ring.cuh"
 #include "megakernel/layer/tile_epilogues.cuh"
@@ -110,7 +110,7 @@ DETMOE_DEVICE void run_bwd_producer(const BackwardParams& bp, const LaunchContex
 
 DETMOE_DEVICE void run_bwd_consumer(const BackwardParams& bp, const LaunchContext& ctx, const Smem& smem,
                                     const Pipe& pipe, TaskRing<NoDescription> ring, RowTable& table,
-                                    CopierStorage& copies) {
+                                    RowCopyStorage& copies) {
   const LayerParams& p = bp.f;
   const int wg = static_cast<int>(threadIdx.x / 128) - 1;
   const uint32_t thread = threadIdx.x % 128;
@@ -119,7 +119,7 @@ DETMOE_DEVICE void run_bwd_consumer(const BackwardParams& bp, const LaunchContex
   const BackwardTaskList list(p, role.rank, role.phases);
   ExpertWalker walker(p, role.rank);
   gemm::SlabStore out(smem.staging(wg, 0), smem.staging(wg, 1), /*barrier_id=*/1 + wg, issuer);
-  EpilogueHandoff handoff(copies, smem, wg);
+  RowScatter scatter(copies, smem, wg);
   Stage st;
   uint32_t table_phase = 0;  // row tables read
   // Deferred signals, as the forward's (forward_kernel.cuh): a tile's signal is sent after the
@@ -131,7 +131,7 @@ DETMOE_DEVICE void run_bwd_consumer(const BackwardParams& bp, const LaunchContex
   auto flush = [&] {
     if (pending_phase == BwdPhase::kDone) return;
     if (pending_phase == BwdPhase::kDgrad2) {
-      handoff.landed();  // the copier sent the dx rows (epilogue_copier.cuh)
+      scatter.landed();  // the copier sent the dx rows (row_scatter.cuh)
       if (pending_run.counter != nullptr && !launch_aborted(ctx)) {
         fence_acq_rel_gpu();
         signal_stamped(pending_run.counter, pending_run.amount);
@@ -184,11 +184,11 @@ DETMOE_DEVICE void run_bwd_consumer(const BackwardParams& bp, const LaunchContex
           DSwiGLUEpilogue::apply(acc, et, g.out_cols, wg, issuer, smem, pipe, st, g.map_c);
           break;
         case BwdEpilogue::kScatterDx:
-          handoff.scatter_rows(acc, et, col_end, ctx, where);
+          scatter.apply(acc, et, col_end, ctx, where);
           pending_run = where.run;
           break;
         case BwdEpilogue::kStore: {
-          handoff.reclaim();  // the slabs lie in the copier's staging
+          scatter.reclaim();  // the slabs lie in the scatter's staging
           gemm::KernelParams kp{};
           kp.epilogue = g.store_kind;
           kp.out_cols = g.out_cols;
@@ -203,7 +203,7 @@ DETMOE_DEVICE void run_bwd_consumer(const BackwardParams& bp, const LaunchContex
   }
   flush();
   out.drain();
-  handoff.finish();
+  scatter.finish();
 }
 
 __global__ void __launch_bounds__(Cfg::kThreads, 1) layer_backward_kernel(const __grid_constant__ BackwardParams bp) {
@@ -213,7 +213,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) layer_backward_kernel(const 
   __shared__ int flag_shared;
   __shared__ TaskRingStorage<NoDescription> ring_shared;
   __shared__ RowTable table_shared;
-  __shared__ CopierStorage copies_shared;
+  __shared__ RowCopyStorage copies_shared;
   const LayerParams& p = bp.f;
   const Smem smem = Smem::from_dynamic(smem_raw);
   const Pipe pipe{smem.full_barriers(), smem.empty_barriers()};
@@ -222,7 +222,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) layer_backward_kernel(const 
     epoch_shared = ld_relaxed_u32(p.ws.launch_state);
     ring.init();
     init_row_table(table_shared);
-    init_copier(copies_shared);
+    init_row_copies(copies_shared);
     pipe.init();  // its fence.mbarrier_init covers the ring's and the row table's barriers too
   }
   __syncthreads();
@@ -239,7 +239,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) layer_backward_kernel(const 
       if (threadIdx.x == 0) {
         run_bwd_producer(bp, ctx, smem, pipe, ring, table_shared);
       } else if (warp == 1 || warp == 2) {
-        run_epilogue_copier<false>(p, smem, copies_shared, static_cast<int>(warp) - 1, DxSlotRow{});
+        run_row_copier(p, smem, copies_shared, static_cast<int>(warp) - 1, DxSlotRow{});
       }
       __syncwarp();
     } else {

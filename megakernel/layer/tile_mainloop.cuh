@@ -29,8 +29,8 @@ namespace detmoe::mk {
 
 // The GEMM core's 128 × 256 × 64 tile with 3 operand stages instead of 4 (≈ 1–2 % more
 // mainloop cycles per tile on the H200, no wall time: docs/PERF.md session 16), which frees
-// 48 KB for epilogue staging: each consumer warpgroup stages a whole tile's output for the
-// copier warps (epilogue_copier.cuh); the first 16 KB are also the slab stores' two slabs.
+// 48 KB for epilogue staging: each consumer warpgroup stages a whole 64 × 256 bf16 output at a
+// padded row pitch (row_scatter.cuh), whose first 16 KB are the two rotating slabs.
 struct LayerGemmConfig : gemm::Tile128x256 {
   static constexpr int kStages = 3;
   static constexpr uint32_t kStagingBytesPerWarpgroup = 34 * 1024;
