@@ -42,6 +42,24 @@ struct EpilogueTile {
   uint32_t lane;
 };
 
+// One slab's turn: wait until the store issued kSlabs slabs ago has read `slab` (bulk groups
+// complete in order, so "at most kSlabs − 1 pending" means only the others' stores may still
+// read), fill it with `write`, and let the issuer store it.
+template <int kSlabs, class Write>
+DETMOE_DEVICE void store_slab(uint32_t slab, uint32_t barrier_id, bool issuer, const CUtensorMap* map, int32_t col,
+                              int32_t row, int32_t row_end, Write&& write) {
+  if (issuer) ptx::bulk_wait_group_read<kSlabs - 1>();
+  ptx::named_barrier_sync(barrier_id, 128);
+  write(slab);
+  ptx::fence_proxy_async_shared();  // generic writes → the TMA store's async-proxy read
+  ptx::named_barrier_sync(barrier_id, 128);
+  if (issuer) {
+    const RaggedCoords rc = ragged_coords(row, row_end, 64);
+    ptx::tma_store_3d(map, slab, col, rc.y, rc.z);
+    ptx::bulk_commit_group();
+  }
+}
+
 // Rotates a warpgroup's two staging slabs and issues their TMA stores.
 class SlabStore {
  public:
@@ -56,18 +74,7 @@ class SlabStore {
                            Write&& write) {
     if (col >= col_limit || row >= row_end) return;
     const uint32_t slab = (count_ & 1u) ? slab1_ : slab0_;  // a select: an indexed array would live in local memory
-    // The store issued two slabs ago read this slab; wait until it has (bulk groups complete
-    // in order, so "at most one pending" means only the other slab's store may still read).
-    if (issuer_) ptx::bulk_wait_group_read<1>();
-    ptx::named_barrier_sync(barrier_id_, 128);
-    write(slab);
-    ptx::fence_proxy_async_shared();  // generic writes → the TMA store's async-proxy read
-    ptx::named_barrier_sync(barrier_id_, 128);
-    if (issuer_) {
-      const RaggedCoords rc = ragged_coords(row, row_end, 64);
-      ptx::tma_store_3d(map, slab, col, rc.y, rc.z);
-      ptx::bulk_commit_group();
-    }
+    store_slab<2>(slab, barrier_id_, issuer_, map, col, row, row_end, write);
     ++count_;
   }
 
@@ -79,6 +86,39 @@ class SlabStore {
  private:
   uint32_t slab0_;
   uint32_t slab1_;
+  uint32_t barrier_id_;
+  bool issuer_;
+  uint32_t count_ = 0;
+};
+
+// SlabStore over kSlabs consecutive slabs (64 × 128 bytes each) from `first`: for a caller with
+// more staging than the core's two slabs (the fused layer: four per warpgroup), so a tile's
+// epilogue waits only for the reads of its slabs beyond the first kSlabs (an fp32 tile's eight:
+// four, not six) and leaves up to kSlabs stores reading behind it when it returns.
+template <int kSlabs>
+class SlabRing {
+ public:
+  static_assert(kSlabs >= 2 && kSlabs <= 8, "bulk_wait_group_read takes 0 … 7 pending groups");
+  static constexpr uint32_t kSlabBytes = 64 * 128;
+
+  DETMOE_DEVICE SlabRing(const uint8_t* first, uint32_t barrier_id, bool issuer)
+      : first_(ptx::smem_u32(first)), barrier_id_(barrier_id), issuer_(issuer) {}
+
+  template <class Write>
+  DETMOE_DEVICE void store(const CUtensorMap* map, int32_t col, int32_t col_limit, int32_t row, int32_t row_end,
+                           Write&& write) {
+    if (col >= col_limit || row >= row_end) return;
+    const uint32_t slab = first_ + (count_ % static_cast<uint32_t>(kSlabs)) * kSlabBytes;
+    store_slab<kSlabs>(slab, barrier_id_, issuer_, map, col, row, row_end, write);
+    ++count_;
+  }
+
+  DETMOE_DEVICE void drain() const {
+    if (issuer_) ptx::bulk_wait_group_all();
+  }
+
+ private:
+  uint32_t first_;
   uint32_t barrier_id_;
   bool issuer_;
   uint32_t count_ = 0;
@@ -157,10 +197,10 @@ DETMOE_DEVICE void write_fp32_slab(uint32_t slab, uint32_t warp, uint32_t lane, 
 
 // kStoreBF16, kStoreFP32, kRowScaleBF16.
 struct StoreEpilogue {
-  template <class Cfg>
+  template <class Cfg, class Store>
   DETMOE_DEVICE static void apply(const float (&acc)[Cfg::kAccumulators], bool zero, const EpilogueTile& t,
                                   const KernelParams& p, const CUtensorMap* map_c, const CUtensorMap* /*map_h*/,
-                                  SlabStore& out) {
+                                  Store& out) {
     static_assert(Cfg::kBlockN == 256, "slab loops assume 256 columns");
     const Epilogue kind = static_cast<Epilogue>(p.epilogue);
     if (kind == Epilogue::kStoreFP32) {

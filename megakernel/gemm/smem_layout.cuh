@@ -20,7 +20,7 @@ struct SmemLayout {
   static constexpr uint32_t kBoxBytes = 64 * kRowBytes;
   // Each consumer warpgroup rotates two staging slabs so one slab's TMA store overlaps the
   // writing of the next; a Cfg may give each warpgroup more staging (the fused layer's row
-  // scatter stages a whole 64 × 256 output there), whose first two boxes are the slabs.
+  // scatter stages a whole 64 × 256 output there), whose first boxes are the slabs.
   static constexpr uint32_t kSlabsPerWarpgroup = 2;
   static constexpr uint32_t kStagingBytesPerWarpgroup = Cfg::kStagingBytesPerWarpgroup;
   static_assert(kStagingBytesPerWarpgroup >= kSlabsPerWarpgroup * kBoxBytes && kStagingBytesPerWarpgroup % 1024 == 0,

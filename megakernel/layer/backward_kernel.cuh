@@ -25,7 +25,7 @@
 #include "megakernel/layer/copy_tasks.cuh"
 #include "megakernel/layer/sync.cuh"
 #include "megakernel/layer/task_list.cuh"
-#include "megakernel/layer/row_scatter.cuh"
+#include "megakernel/layer/epilogue_copier.cuh"
 #include "megakernel/layer/row_table.cuh"
 #include "megakernel/layer/task_ring.cuh"
 #include "megakernel/layer/tile_epilogues.cuh"
@@ -47,6 +47,20 @@ inline constexpr uint32_t kBwdConsumerRegisters = 216;
 struct DxSlotRow {
   DETMOE_DEVICE uint16_t* operator()(const LayerParams& p, int32_t slot) const {
     return p.ws.dx_slots + static_cast<int64_t>(slot) * p.H;
+  }
+};
+
+// The copier warps' background work in the backward: d_topk_w (TopkWeightGrads), once the CTA's
+// consumers are past their dy dispatch tasks — it reads as many bytes as that phase, which every
+// da tile waits for, so it must not take that phase's bandwidth.
+struct DtopkBackground {
+  static constexpr bool kActive = true;
+  TopkWeightGrads& grads;
+  const LaunchContext& ctx;
+  const volatile int* go;  // set by the consumers (run_bwd_consumer)
+  DETMOE_DEVICE bool operator()() {
+    if (*go == 0) return true;  // not yet: a poll, and back to waiting for a job
+    return grads.step(ctx);
   }
 };
 
@@ -110,7 +124,7 @@ DETMOE_DEVICE void run_bwd_producer(const BackwardParams& bp, const LaunchContex
 
 DETMOE_DEVICE void run_bwd_consumer(const BackwardParams& bp, const LaunchContext& ctx, const Smem& smem,
                                     const Pipe& pipe, TaskRing<NoDescription> ring, RowTable& table,
-                                    RowCopyStorage& copies) {
+                                    CopierStorage& copies, volatile int* background_go) {
   const LayerParams& p = bp.f;
   const int wg = static_cast<int>(threadIdx.x / 128) - 1;
   const uint32_t thread = threadIdx.x % 128;
@@ -118,8 +132,8 @@ DETMOE_DEVICE void run_bwd_consumer(const BackwardParams& bp, const LaunchContex
   const CtaRole role = bwd_cta_role(p);
   const BackwardTaskList list(p, role.rank, role.phases);
   ExpertWalker walker(p, role.rank);
-  gemm::SlabStore out(smem.staging(wg, 0), smem.staging(wg, 1), /*barrier_id=*/1 + wg, issuer);
-  RowScatter scatter(copies, smem, wg);
+  LayerSlabs out(smem.staging(wg, 0), /*barrier_id=*/1 + wg, issuer);
+  EpilogueHandoff handoff(copies, smem, wg);
   Stage st;
   uint32_t table_phase = 0;  // row tables read
   // Deferred signals, as the forward's (forward_kernel.cuh): a tile's signal is sent after the
@@ -131,7 +145,7 @@ DETMOE_DEVICE void run_bwd_consumer(const BackwardParams& bp, const LaunchContex
   auto flush = [&] {
     if (pending_phase == BwdPhase::kDone) return;
     if (pending_phase == BwdPhase::kDgrad2) {
-      scatter.landed();  // the copier sent the dx rows (row_scatter.cuh)
+      handoff.landed();  // the copier sent the dx rows (epilogue_copier.cuh)
       if (pending_run.counter != nullptr && !launch_aborted(ctx)) {
         fence_acq_rel_gpu();
         signal_stamped(pending_run.counter, pending_run.amount);
@@ -148,9 +162,11 @@ DETMOE_DEVICE void run_bwd_consumer(const BackwardParams& bp, const LaunchContex
     if (i < 0) break;
     const BwdTask task = list.at(i);
     TaskTracer::start(p);
+    if (task.phase != BwdPhase::kDyDispatch && threadIdx.x == 128) *background_go = 1;
     if (task.phase != pending_phase) flush();
     if (task.phase == BwdPhase::kDyDispatch) {
-      dy_dispatch(bp, ctx, role.rank, task.index);
+      const int32_t mb = list.mblock_first() + task.index;
+      dy_gather(bp, ctx, role.rank, mb, walker.expert_of(mb));
     } else if (task.phase == BwdPhase::kDxSum) {
       dx_sum(bp, ctx, task, role.rank);
     } else {
@@ -184,11 +200,11 @@ DETMOE_DEVICE void run_bwd_consumer(const BackwardParams& bp, const LaunchContex
           DSwiGLUEpilogue::apply(acc, et, g.out_cols, wg, issuer, smem, pipe, st, g.map_c);
           break;
         case BwdEpilogue::kScatterDx:
-          scatter.apply(acc, et, col_end, ctx, where);
+          handoff.scatter_rows(acc, et, col_end, ctx, where);
           pending_run = where.run;
           break;
         case BwdEpilogue::kStore: {
-          scatter.reclaim();  // the slabs lie in the scatter's staging
+          handoff.reclaim();  // the slabs lie in the copier's staging
           gemm::KernelParams kp{};
           kp.epilogue = g.store_kind;
           kp.out_cols = g.out_cols;
@@ -203,7 +219,8 @@ DETMOE_DEVICE void run_bwd_consumer(const BackwardParams& bp, const LaunchContex
   }
   flush();
   out.drain();
-  scatter.finish();
+  if (threadIdx.x == 128) *background_go = 1;  // before the end job (its arrival releases it)
+  handoff.finish();
 }
 
 __global__ void __launch_bounds__(Cfg::kThreads, 1) layer_backward_kernel(const __grid_constant__ BackwardParams bp) {
@@ -213,7 +230,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) layer_backward_kernel(const 
   __shared__ int flag_shared;
   __shared__ TaskRingStorage<NoDescription> ring_shared;
   __shared__ RowTable table_shared;
-  __shared__ RowCopyStorage copies_shared;
+  __shared__ CopierStorage copies_shared;
+  __shared__ int background_go_shared;
   const LayerParams& p = bp.f;
   const Smem smem = Smem::from_dynamic(smem_raw);
   const Pipe pipe{smem.full_barriers(), smem.empty_barriers()};
@@ -222,7 +240,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) layer_backward_kernel(const 
     epoch_shared = ld_relaxed_u32(p.ws.launch_state);
     ring.init();
     init_row_table(table_shared);
-    init_row_copies(copies_shared);
+    init_copier(copies_shared);
+    background_go_shared = 0;
     pipe.init();  // its fence.mbarrier_init covers the ring's and the row table's barriers too
   }
   __syncthreads();
@@ -239,12 +258,16 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) layer_backward_kernel(const 
       if (threadIdx.x == 0) {
         run_bwd_producer(bp, ctx, smem, pipe, ring, table_shared);
       } else if (warp == 1 || warp == 2) {
-        run_row_copier(p, smem, copies_shared, static_cast<int>(warp) - 1, DxSlotRow{});
+        const RankSlice slice = rank_slice(p.P);
+        const int32_t w = static_cast<int32_t>(warp) - 1;
+        TopkWeightGrads grads(bp, slice.rank, 2 * slice.member + w, 2 * slice.size);
+        run_epilogue_copier<false>(p, smem, copies_shared, w, DxSlotRow{},
+                                   DtopkBackground{grads, ctx, &background_go_shared});
       }
       __syncwarp();
     } else {
       ptx::setmaxnreg_inc<kBwdConsumerRegisters>();
-      run_bwd_consumer(bp, ctx, smem, pipe, ring, table_shared, copies_shared);
+      run_bwd_consumer(bp, ctx, smem, pipe, ring, table_shared, copies_shared, &background_go_shared);
     }
   }
   TaskTracer::finish(p);

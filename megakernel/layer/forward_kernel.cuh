@@ -26,7 +26,7 @@
 #include "megakernel/layer/gemm_tiles.cuh"
 #include "megakernel/layer/layer_params.h"
 #include "megakernel/layer/plan_phases.cuh"
-#include "megakernel/layer/row_scatter.cuh"
+#include "megakernel/layer/epilogue_copier.cuh"
 #include "megakernel/layer/row_table.cuh"
 #include "megakernel/layer/sync.cuh"
 #include "megakernel/layer/task_list.cuh"
@@ -100,14 +100,14 @@ DETMOE_DEVICE void run_producer_tasks(const LayerParams& p, const LaunchContext&
 // The two consumer warpgroups.
 DETMOE_DEVICE void run_consumer_tasks(const LayerParams& p, const LaunchContext& ctx, const Smem& smem,
                                       const Pipe& pipe, TaskRing<GemmTask> ring, RowTable& table,
-                                      RowCopyStorage& copies) {
+                                      CopierStorage& copies) {
   const int wg = static_cast<int>(threadIdx.x / 128) - 1;
   const bool issuer = threadIdx.x % 128 == 0;
   const CtaRole role = cta_role(p);
   const TaskList list(p, role.rank, role.phases);
-  gemm::SlabStore out(smem.staging(wg, 0), smem.staging(wg, 1), /*barrier_id=*/1 + wg, issuer);
+  LayerSlabs out(smem.staging(wg, 0), /*barrier_id=*/1 + wg, issuer);
   int* hist = reinterpret_cast<int*>(smem.staging(0, 0));  // E ints; slabs are idle between tiles
-  RowScatter scatter(copies, smem, wg);
+  EpilogueHandoff handoff(copies, smem, wg);
   Stage st;
   uint32_t table_phase = 0;  // row tables read
   // A GEMM tile's signal waits for its stores to land. It is sent after the NEXT tile's
@@ -120,16 +120,16 @@ DETMOE_DEVICE void run_consumer_tasks(const LayerParams& p, const LaunchContext&
   SlotRun pending_run{nullptr, 0};        // routed GEMM2: this thread's slots-ready signal
   auto flush = [&] {
     if (pending_phase == Phase::kDone) return;
+    // A tile handed to the copier (epilogue_copier.cuh): its stores have landed; each thread
+    // sees that through the mbarrier and releases its own signal at GPU scope.
+    handoff.landed();
     if (pending_phase == Phase::kGemm2) {
-      // The copier sent the y rows (the fused combine, row_scatter.cuh); each thread sees them
-      // landed through the mbarrier and releases its run at GPU scope.
-      scatter.landed();
       if (pending_run.counter != nullptr && !launch_aborted(ctx)) {
         fence_acq_rel_gpu();
         signal_stamped(pending_run.counter, pending_run.amount);
       }
     } else if (issuer) {
-      out.drain();  // this warpgroup's TMA stores are complete in global memory
+      out.drain();  // this warpgroup's own TMA stores (slab-store tiles) are complete in global memory
       fence_proxy_async_global();
       if (!launch_aborted(ctx)) signal_stamped(pending, 1);
     }
@@ -159,7 +159,7 @@ DETMOE_DEVICE void run_consumer_tasks(const LayerParams& p, const LaunchContext&
         float acc[Cfg::kAccumulators];
 #pragma unroll
         for (int r = 0; r < Cfg::kAccumulators; ++r) acc[r] = 0.0f;
-        pending_run = consume_tile(wg, *described, p, ctx, smem, pipe, st, out, scatter, table, table_phase, acc, flush);
+        pending_run = consume_tile(wg, *described, p, ctx, smem, pipe, st, out, handoff, table, table_phase, acc, flush);
         pending_phase = task.phase;
         pending = described->done;
         break;
@@ -170,7 +170,7 @@ DETMOE_DEVICE void run_consumer_tasks(const LayerParams& p, const LaunchContext&
   }
   flush();
   out.drain();
-  scatter.finish();
+  handoff.finish();
 }
 
 __global__ void __launch_bounds__(Cfg::kThreads, 1) layer_forward_kernel(const __grid_constant__ LayerParams p) {
@@ -180,7 +180,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) layer_forward_kernel(const _
   __shared__ int flag_shared;
   __shared__ TaskRingStorage<GemmTask> ring_shared;
   __shared__ RowTable table_shared;
-  __shared__ RowCopyStorage copies_shared;
+  __shared__ CopierStorage copies_shared;
   const Smem smem = Smem::from_dynamic(smem_raw);
   const Pipe pipe{smem.full_barriers(), smem.empty_barriers()};
   const TaskRing<GemmTask> ring(&ring_shared);
@@ -188,7 +188,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) layer_forward_kernel(const _
     epoch_shared = ld_relaxed_u32(p.ws.launch_state);
     ring.init();
     init_row_table(table_shared);
-    init_row_copies(copies_shared);
+    init_copier(copies_shared);
     pipe.init();  // its fence.mbarrier_init covers the ring's and the row table's barriers too
   }
   __syncthreads();
@@ -210,7 +210,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) layer_forward_kernel(const _
       if (threadIdx.x == 0) {
         run_producer_tasks(p, ctx, smem, pipe, ring, table_shared);
       } else if (warp == 1 || warp == 2) {
-        run_row_copier(p, smem, copies_shared, static_cast<int>(warp) - 1, YSlotRow{});
+        run_epilogue_copier<true>(p, smem, copies_shared, static_cast<int>(warp) - 1, YSlotRow{});
       }
       __syncwarp();  // each warp reaches the CTA barrier below converged (bar.sync is .aligned)
     } else {

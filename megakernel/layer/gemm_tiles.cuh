@@ -9,7 +9,7 @@
 
 #include "megakernel/gemm/epilogue.cuh"
 #include "megakernel/layer/layer_params.h"
-#include "megakernel/layer/row_scatter.cuh"
+#include "megakernel/layer/epilogue_copier.cuh"
 #include "megakernel/layer/row_table.cuh"
 #include "megakernel/layer/sync.cuh"
 #include "megakernel/layer/tile_epilogues.cuh"
@@ -48,8 +48,8 @@ struct TileWork {
 // the tables read).
 template <class BeforeEpilogue>
 DETMOE_DEVICE SlotRun consume_tile(int wg, const TileWork& work, const LayerParams& p, const LaunchContext& ctx,
-                                   const Smem& smem, const Pipe& pipe, Stage& st, gemm::SlabStore& out,
-                                   RowScatter& scatter, RowTable& table, uint32_t& table_phase, float (&acc)[Cfg::kAccumulators],
+                                   const Smem& smem, const Pipe& pipe, Stage& st, LayerSlabs& out,
+                                   EpilogueHandoff& handoff, RowTable& table, uint32_t& table_phase, float (&acc)[Cfg::kAccumulators],
                                    BeforeEpilogue&& before_epilogue) {
   // `work` may be the task ring's shared-memory copy: the fields the epilogue needs are read
   // after the mainloop, so they are not held in registers across it.
@@ -89,19 +89,19 @@ DETMOE_DEVICE SlotRun consume_tile(int wg, const TileWork& work, const LayerPara
   TaskTracer::mainloop_done(p, static_cast<uint32_t>(shape));
   before_epilogue();
   TaskTracer::epilogue_start(p);
-  if (epilogue != TileEpilogue::kScatterRows) scatter.reclaim();  // the slabs lie in the scatter's staging
   switch (epilogue) {
     case TileEpilogue::kSwiGLU:
       if (up_register(shape) == 32) {
-        SplitSwiGLUEpilogue::apply<32>(acc, et, out_cols, map_c, map_h, store_h, out);
+        handoff.swiglu<32>(acc, et, out_cols, map_c, store_h ? map_h : nullptr);
       } else {
-        SplitSwiGLUEpilogue::apply<64>(acc, et, out_cols, map_c, map_h, store_h, out);
+        handoff.swiglu<64>(acc, et, out_cols, map_c, store_h ? map_h : nullptr);
       }
       break;
     case TileEpilogue::kScatterRows:
-      scatter.apply(acc, et, col_end, ctx, where);
+      handoff.scatter_rows(acc, et, col_end, ctx, where);
       return where.run;
     case TileEpilogue::kStore: {
+      handoff.reclaim();  // the slabs lie in the copier's staging
       gemm::KernelParams kp{};
       kp.epilogue = static_cast<int32_t>(gemm::Epilogue::kStoreBF16);
       kp.out_cols = col_end;  // slabs at or past it are skipped, not clipped: col_end is 64-aligned

@@ -1,7 +1,7 @@
-// The fused kernel's tile epilogues, on the GEMM core's slab stores (gemm/epilogue.cuh): GEMM1's
-// SwiGLU (a, and h when saved) and routed GEMM2's row scatter into the tokens' y slots (the
-// combine) with the slots-ready signal each row run owes. The shared expert's GEMM2 uses the
-// GEMM core's bf16 store epilogue as it is (gemm_tiles.cuh).
+// Where routed GEMM2's rows go (the tokens' y slots: the combine) and the slots-ready signal each
+// row run owes, from the tile's row table. The epilogues themselves — GEMM1's SwiGLU, the row
+// scatter — are handed to the copier warps (epilogue_copier.cuh); the shared expert's GEMM2 uses
+// the GEMM core's bf16 store epilogue as it is (gemm_tiles.cuh).
 #pragma once
 
 #include <cuda.h>
@@ -11,7 +11,6 @@
 #include "detmoe/contract_math.h"
 #include "detmoe/numeric.h"
 #include "megakernel/gemm/epilogue.cuh"
-#include "megakernel/gemm/swiglu_batch.cuh"
 #include "megakernel/layer/layer_params.h"
 #include "megakernel/layer/row_table.cuh"
 #include "megakernel/layer/sync.cuh"
@@ -19,46 +18,6 @@
 #include "megakernel/layer/tile_mainloop.cuh"
 
 namespace detmoe::mk {
-
-// GEMM1's epilogue: a[r, f0 + c] = bf16(swiglu(bf16 g, bf16 u)) with the reference's formula
-// (contract_math.h), so the SwiGLU stage compares bitwise with the reference; optionally
-// h[r, f0 + c] = bf16 g and h[r, F + f0 + c] = bf16 u. Gate column c is in the register of column
-// c of the full form; up column c in kUp registers later (64 in the full form, 32 in the narrow
-// gate/up form, whose m64n128 holds 64 gate and 64 up columns).
-struct SplitSwiGLUEpilogue {
-  template <int kUp>
-  DETMOE_DEVICE static void apply(const float (&acc)[Cfg::kAccumulators], const gemm::EpilogueTile& t, int32_t F,
-                                  const CUtensorMap* map_a, const CUtensorMap* map_h, bool store_h,
-                                  gemm::SlabStore& out) {
-    if (store_h) {
-#pragma unroll
-      for (int s = 0; s < 4; ++s) {
-        // Slabs 0, 1: gate columns f0 + 64s; slabs 2, 3: up columns F + f0 + 64(s − 2).
-        const int32_t col = s < 2 ? t.col0 + 64 * s : F + t.col0 + 64 * (s - 2);
-        const int32_t limit = s < 2 ? F : 2 * F;
-        const int first = s < 2 ? 32 * s : kUp + 32 * (s - 2);
-        out.store(map_h, col, limit, t.row, t.row_end, [&](uint32_t slab) {
-          gemm::write_bf16_slab(slab, t.warp, t.lane, [&](int j) { return acc[first + j]; });
-        });
-      }
-    }
-#pragma unroll
-    for (int s = 0; s < 2; ++s) {
-      out.store(map_a, t.col0 + 64 * s, F, t.row, t.row_end, [&](uint32_t slab) {
-        // Two batches of 16: a batch of 32 holds 32 more live registers and spills.
-        float a[2][16];
-#pragma unroll
-        for (int b = 0; b < 2; ++b) {
-          const int c = 32 * s + 16 * b;
-          gemm::swiglu_batch(
-              a[b], [&](int j) { return __bfloat162float(__float2bfloat16_rn(acc[c + j])); },
-              [&](int j) { return __bfloat162float(__float2bfloat16_rn(acc[c + j + kUp])); });
-        }
-        gemm::write_bf16_slab(slab, t.warp, t.lane, [&](int j) { return a[j / 16][j % 16]; });
-      });
-    }
-  }
-};
 
 // A signal owed once a warpgroup's y rows have landed: `amount` row-slabs to `counter` (null:
 // none).

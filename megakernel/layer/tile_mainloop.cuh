@@ -17,6 +17,7 @@
 
 #include <cstdint>
 
+#include "megakernel/gemm/epilogue.cuh"
 #include "megakernel/gemm/kernel.cuh"
 #include "megakernel/gemm/operand_layout.cuh"
 #include "megakernel/gemm/pipeline.cuh"
@@ -29,8 +30,9 @@ namespace detmoe::mk {
 
 // The GEMM core's 128 × 256 × 64 tile with 3 operand stages instead of 4 (≈ 1–2 % more
 // mainloop cycles per tile on the H200, no wall time: docs/PERF.md session 16), which frees
-// 48 KB for epilogue staging: each consumer warpgroup stages a whole 64 × 256 bf16 output at a
-// padded row pitch (row_scatter.cuh), whose first 16 KB are the two rotating slabs.
+// 48 KB for epilogue staging: each consumer warpgroup stages a whole tile's output for the
+// copier warps (epilogue_copier.cuh), or four 8 KB slabs that the store epilogues rotate through
+// (LayerSlabs below).
 struct LayerGemmConfig : gemm::Tile128x256 {
   static constexpr int kStages = 3;
   static constexpr uint32_t kStagingBytesPerWarpgroup = 34 * 1024;
@@ -40,6 +42,12 @@ using Operands = gemm::OperandLayout<gemm::Layout::kForward, Cfg>;
 using Smem = gemm::SmemLayout<Cfg>;
 using Pipe = gemm::Pipeline<Cfg>;
 using Stage = gemm::PipelineState<Cfg::kStages>;
+// The store epilogues rotate through all of a warpgroup's staging in 8 KB slabs (the GEMM core
+// has two): an fp32 weight-gradient tile's eight slabs wait for four reads instead of six, and up
+// to four stores drain behind the next tile's mainloop.
+inline constexpr int kLayerSlabs = static_cast<int>(Cfg::kStagingBytesPerWarpgroup / Smem::kBoxBytes);
+static_assert(kLayerSlabs == 4, "34 KB of staging per warpgroup: four 8 KB slabs");
+using LayerSlabs = gemm::SlabRing<kLayerSlabs>;
 
 // One output tile of one of the four GEMMs (routed/shared × GEMM1/GEMM2). Rows are absolute
 // rows of the maps; *_end clips (ragged maps zero-fill loads and drop stores past it).

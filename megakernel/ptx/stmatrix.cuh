@@ -46,4 +46,13 @@ DETMOE_DEVICE uint4 ld_shared_v4(uint32_t smem_addr) {
   return v;
 }
 
+DETMOE_DEVICE void st_shared_v4(uint32_t smem_addr, uint4 v) {
+  asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};" ::"r"(smem_addr), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w)
+               : "memory");
+}
+
+// The two bf16 halves of a packed pair as floats (exact).
+DETMOE_DEVICE float bf16_lo(uint32_t v) { return __uint_as_float(v << 16); }
+DETMOE_DEVICE float bf16_hi(uint32_t v) { return __uint_as_float(v & 0xffff0000u); }
+
 }  // namespace detmoe::ptx

@@ -1,5 +1,6 @@
 // gemm::swiglu_batch (GEMM1's SwiGLU epilogue in the layer kernel) against contract_swiglu, bit
-// for bit, for every bf16 gate value, in the batch of 16 the layer uses. Most batches are on the
+// for bit, for every bf16 gate value, in the batch of 8 the layer uses (its copier warps' SwiGLU, 16 bytes
+// of g and u at a time). Most batches are on the
 // branch-free fast path; the ones holding a gate ≤ −87.5, −inf or NaN must take the per-element
 // fallback — the path no layer test reaches, since real gates are never that negative. Were the
 // fallback wrong (say, the fast reciprocal used anyway), 1 / (1 + e^87.5) would flush to zero
@@ -18,7 +19,7 @@
 namespace detmoe::gemm {
 namespace {
 
-constexpr int kBatch = 16;       // as SplitSwiGLUEpilogue calls it (megakernel/layer/gemm_tiles.cuh)
+constexpr int kBatch = 8;        // as swiglu_slab_in_place calls it (megakernel/layer/epilogue_copier.cuh)
 constexpr uint32_t kGates = 65536;  // every bf16 bit pattern
 
 // The mutant the test must catch: the fast reciprocal for every element, no fallback.
@@ -27,7 +28,7 @@ __device__ void swiglu_always_fast(float (&out)[N], Gate&& gate, Up&& up) {
   for (int j = 0; j < N; ++j) out[j] = (gate(j) * ptx::rcp_rn_fast(1.0f + expf(-gate(j)))) * up(j);
 }
 
-// Thread i takes gates i·16 … i·16 + 15 (consecutive bf16 patterns, so the slow values sit in
+// Thread i takes gates i·8 … i·8 + 7 (consecutive bf16 patterns, so the slow values sit in
 // batches beside fast ones) and an up value per element from a fixed hash, and counts the
 // elements whose bits differ from contract_swiglu's.
 template <bool kMutant>
