@@ -171,7 +171,9 @@ std::string describe_task(uint64_t id, int32_t plan_chunk_tokens) {
     case TaskKind::kWeightedSum:
       return fmt::format("weighted sum of token chunk {} (tokens {}..) of rank {}", index, index * kSumChunkTokens, rank);
     case TaskKind::kBackwardStart: return "backward start (counter stamp + grid barrier)";
-    case TaskKind::kDyDispatch: return fmt::format("backward dy gather of m-block {} of rank {}", index, rank);
+    case TaskKind::kDyDispatch:
+      return fmt::format("backward dy dispatch of token chunk {} (tokens {}..) of rank {}", index,
+                         int64_t{index} * plan_chunk_tokens, rank);
     case TaskKind::kSharedDgrad1: return fmt::format("backward shared-expert da (+dSwiGLU) tile {} of rank {}", index, rank);
     case TaskKind::kDgrad1: return fmt::format("backward da = dy·W_down (+dSwiGLU) tile {} of rank {}", index, rank);
     case TaskKind::kSharedDgrad2: return fmt::format("backward shared-expert dx tile {} of rank {}", index, rank);

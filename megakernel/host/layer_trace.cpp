@@ -18,7 +18,7 @@ namespace {
 // Task kind names, indexed by TaskKind (0: unknown).
 constexpr std::array<const char*, 19> kNames = {
     "?",              "plan",            "dispatch",       "GEMM1",          "shared GEMM1",
-    "GEMM2+combine",  "shared GEMM2",    "weighted sum",   "bwd start",      "bwd dy gather",
+    "GEMM2+combine",  "shared GEMM2",    "weighted sum",   "bwd start",      "bwd dy dispatch",
     "bwd shared da",  "bwd da+dSwiGLU",  "bwd shared dx",  "bwd dx+scatter", "bwd d_x sum",
     "bwd dW_down",    "bwd dWs_down",    "bwd dW_gate_up", "bwd dWs_gate_up"};
 static_assert(kNames.size() == static_cast<size_t>(TaskKind::kSharedWgradGateUp) + 1, "a name per task kind");

@@ -52,16 +52,33 @@ struct DxSlotRow {
 
 // The copier warps' background work in the backward: d_topk_w (TopkWeightGrads), once the CTA's
 // consumers are past their dy dispatch tasks — it reads as many bytes as that phase, which every
-// da tile waits for, so it must not take that phase's bandwidth.
+// da tile waits for, so it must not take that phase's bandwidth. `go`: an mbarrier of one arrival,
+// by consumer thread 128 once (BackgroundGo), polled with test_wait (never blocks): a plain shared
+// flag worked but is a race to compute-sanitizer racecheck.
 struct DtopkBackground {
   static constexpr bool kActive = true;
   TopkWeightGrads& grads;
   const LaunchContext& ctx;
-  const volatile int* go;  // set by the consumers (run_bwd_consumer)
+  uint64_t* go;
   DETMOE_DEVICE bool operator()() {
-    if (*go == 0) return true;  // not yet: a poll, and back to waiting for a job
+    if (!ptx::mbarrier_test_wait_parity(go, 0)) return true;  // not yet: back to waiting for a job
     return grads.step(ctx);
   }
+};
+
+// The consumers' side of DtopkBackground's go barrier: one arrival, by thread 128, the first time
+// it is asked.
+class BackgroundGo {
+ public:
+  DETMOE_DEVICE explicit BackgroundGo(uint64_t* bar) : bar_(bar) {}
+  DETMOE_DEVICE void release() {
+    if (!sent_ && threadIdx.x == 128) ptx::mbarrier_arrive(bar_);
+    sent_ = true;
+  }
+
+ private:
+  uint64_t* bar_;
+  bool sent_ = false;
 };
 
 // The launch's first step, every thread of every CTA: tickets at 0 and every dependency counter
@@ -124,7 +141,7 @@ DETMOE_DEVICE void run_bwd_producer(const BackwardParams& bp, const LaunchContex
 
 DETMOE_DEVICE void run_bwd_consumer(const BackwardParams& bp, const LaunchContext& ctx, const Smem& smem,
                                     const Pipe& pipe, TaskRing<NoDescription> ring, RowTable& table,
-                                    CopierStorage& copies, volatile int* background_go) {
+                                    CopierStorage& copies, BackgroundGo background_go) {
   const LayerParams& p = bp.f;
   const int wg = static_cast<int>(threadIdx.x / 128) - 1;
   const uint32_t thread = threadIdx.x % 128;
@@ -162,11 +179,10 @@ DETMOE_DEVICE void run_bwd_consumer(const BackwardParams& bp, const LaunchContex
     if (i < 0) break;
     const BwdTask task = list.at(i);
     TaskTracer::start(p);
-    if (task.phase != BwdPhase::kDyDispatch && threadIdx.x == 128) *background_go = 1;
+    if (task.phase != BwdPhase::kDyDispatch) background_go.release();
     if (task.phase != pending_phase) flush();
     if (task.phase == BwdPhase::kDyDispatch) {
-      const int32_t mb = list.mblock_first() + task.index;
-      dy_gather(bp, ctx, role.rank, mb, walker.expert_of(mb));
+      dy_dispatch(bp, ctx, role.rank, task.index);
     } else if (task.phase == BwdPhase::kDxSum) {
       dx_sum(bp, ctx, task, role.rank);
     } else {
@@ -219,7 +235,7 @@ DETMOE_DEVICE void run_bwd_consumer(const BackwardParams& bp, const LaunchContex
   }
   flush();
   out.drain();
-  if (threadIdx.x == 128) *background_go = 1;  // before the end job (its arrival releases it)
+  background_go.release();  // before the end job (its arrival releases it)
   handoff.finish();
 }
 
@@ -231,7 +247,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) layer_backward_kernel(const 
   __shared__ TaskRingStorage<NoDescription> ring_shared;
   __shared__ RowTable table_shared;
   __shared__ CopierStorage copies_shared;
-  __shared__ int background_go_shared;
+  __shared__ uint64_t background_go_shared;
   const LayerParams& p = bp.f;
   const Smem smem = Smem::from_dynamic(smem_raw);
   const Pipe pipe{smem.full_barriers(), smem.empty_barriers()};
@@ -241,7 +257,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) layer_backward_kernel(const 
     ring.init();
     init_row_table(table_shared);
     init_copier(copies_shared);
-    background_go_shared = 0;
+    ptx::mbarrier_init(&background_go_shared, 1);
     pipe.init();  // its fence.mbarrier_init covers the ring's and the row table's barriers too
   }
   __syncthreads();
@@ -267,7 +283,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) layer_backward_kernel(const 
       __syncwarp();
     } else {
       ptx::setmaxnreg_inc<kBwdConsumerRegisters>();
-      run_bwd_consumer(bp, ctx, smem, pipe, ring, table_shared, copies_shared, &background_go_shared);
+      run_bwd_consumer(bp, ctx, smem, pipe, ring, table_shared, copies_shared, BackgroundGo(&background_go_shared));
     }
   }
   TaskTracer::finish(p);

@@ -4,13 +4,11 @@
 // row or token chunk has one owner that reduces it in one fixed order — so the bits depend on
 // the problem alone (D1, D2), and the launch cannot deadlock (cta_role's argument, unchanged).
 //
-//   level 0  dy gather           per m-block of the rank's receive buffer: each row's
-//                                dy = bf16(w[t,j]·dout[t]) pulled from its source token (the
-//                                forward's row_token / row_slot) → dy_ready; listed among the da
-//                                tiles (BackwardTaskList::dy_da_at), ahead of the tiles that wait
-//                                on it. (d_topk_w[t,j] = ⟨dout[t], y[t,j]⟩ waits on nothing and
-//                                nothing waits on it: the copier warps compute it in the
-//                                background, TopkWeightGrads)
+//   level 0  dy dispatch         per plan chunk of the rank's tokens: for each (t, j) the row
+//                                dy = bf16(w[t,j]·dout[t]) pushed to its expert's rank at the
+//                                forward's row → dy_ready. (d_topk_w[t,j] = ⟨dout[t], y[t,j]⟩
+//                                waits on nothing and nothing waits on it: the copier warps
+//                                compute it in the background, TopkWeightGrads)
 //   level 1  shared da           per (128 tokens, 256 columns of Fs): dout·Ws_down, dSwiGLU → dhs
 //   level 2  da                  per (m-block, 256 columns of F): dy·W_down[e], dSwiGLU with the
 //                                saved h → dh; waits dy_ready of its m-block → dh_done
@@ -25,9 +23,8 @@
 //                                waits dh_done of all its m-blocks
 //   level 9  dWs_gate_up         per (128 rows of 2Fs, 256 columns of H): dhsᵀ·x; waits shared dh
 //
-// List order: dy gathers and da tiles merged (every da tile after its m-block's gather), the
-// shared da tiles, then levels 3–9. Every task waits only on tasks listed before it (of any
-// rank), which is all cta_role's no-deadlock argument needs. The weight gradients
+// A level is the phase's place in the list, and every task waits only on phases listed before its
+// own (of any rank), which is all cta_role's no-deadlock argument needs. The weight gradients
 // come last although most could start earlier: they wait on nothing late, so placed after the
 // d_x sum they fill the grid while the sum's chunks wait for the last dx rows (before, the sum
 // ran alone after them: 0.33 ms on qwen3-30b-a3b, 0.55 ms on deepseek-v3), and their short tiles
@@ -45,7 +42,6 @@
 #include "megakernel/layer/backward_params.h"
 #include "megakernel/layer/backward_tiles.cuh"
 #include "megakernel/layer/copy_tasks.cuh"
-#include "megakernel/layer/dy_da_order.h"
 #include "megakernel/layer/sync.cuh"
 #include "megakernel/layer/task_list.cuh"
 
@@ -110,43 +106,21 @@ class BackwardTaskList {
   }
   DETMOE_DEVICE int32_t mblock_first() const { return mblock_first_; }
 
-  // List order: the dy gathers interleaved with the da tiles (dy_da_at), then the shared da
-  // tiles, then the other phases in BwdPhase order.
   DETMOE_DEVICE BwdTask at(int32_t i) const {
-    const int32_t gathers = count(static_cast<int>(BwdPhase::kDyDispatch));
-    const int32_t da = count(static_cast<int>(BwdPhase::kDgrad1));
-    if (i < gathers + da) return dy_da_at(i, gathers, da);
-    i -= gathers + da;
-    const int32_t shared_da = count(static_cast<int>(BwdPhase::kSharedDgrad1));
-    if (i < shared_da) return make(BwdPhase::kSharedDgrad1, i);
-    i -= shared_da;
-    int32_t ph = static_cast<int>(BwdPhase::kSharedDgrad2);
+    int32_t ph = 0;
     while (ph < kBwdListPhases - 1 && i >= count(ph)) i -= count(ph++);
-    return make(static_cast<BwdPhase>(ph), i);
+    const auto kind = static_cast<TaskKind>(static_cast<uint32_t>(TaskKind::kDyDispatch) + static_cast<uint32_t>(ph));
+    return {static_cast<BwdPhase>(ph), i, make_task_id(kind, rank_, static_cast<uint32_t>(i))};
   }
 
  private:
-  DETMOE_DEVICE BwdTask make(BwdPhase ph, int32_t i) const {
-    const auto kind = static_cast<TaskKind>(static_cast<uint32_t>(TaskKind::kDyDispatch) + static_cast<uint32_t>(ph));
-    return {ph, i, make_task_id(kind, rank_, static_cast<uint32_t>(i))};
-  }
-
-  // The first list segment (dy_da_order.h). With one of the two phases outside the role's set
-  // it is the other alone.
-  DETMOE_DEVICE BwdTask dy_da_at(int32_t i, int32_t gathers, int32_t da) const {
-    if (da == 0) return make(BwdPhase::kDyDispatch, i);
-    if (gathers == 0) return make(BwdPhase::kDgrad1, i);
-    const DyDaSlot slot = dy_da_slot(i, gathers, da / gathers, dy_gather_lead(gathers, p_.band_mblocks));
-    return make(slot.gather ? BwdPhase::kDyDispatch : BwdPhase::kDgrad1, slot.index);
-  }
-
   DETMOE_DEVICE int32_t count(int ph) const {
     if (((phases_ >> ph) & 1u) == 0) return 0;
     const LayerParams& p = p_;
     const int32_t shared = p.Fs > 0 ? p.token_mblocks : 0;
     const int32_t epr = p.experts_per_rank;
     switch (static_cast<BwdPhase>(ph)) {
-      case BwdPhase::kDyDispatch: return mblocks_;
+      case BwdPhase::kDyDispatch: return p.chunks_per_rank;
       case BwdPhase::kSharedDgrad1: return shared * div_up(p.Fs, kBwdTileCols);
       case BwdPhase::kDgrad1: return mblocks_ * div_up(p.F, kBwdTileCols);
       case BwdPhase::kSharedDgrad2: return shared * div_up(p.H, kBwdTileCols);
@@ -439,93 +413,100 @@ DETMOE_DEVICE bool pair_row_in_range(const LayerParams& p, int32_t s, int64_t pa
   return local >= 0 && local < p.capacity;
 }
 
-// Level 0, interleaved with the da tiles (BackwardTaskList::dy_da_at): the dy rows of m-block
-// `mb` (global) of rank r's receive buffer, gathered from their source tokens. Row i of the
-// m-block is plan row q = expert_offset[e] + 128·m + i, whose (source rank s, token t, slot j) the
-// forward's plan recorded (row_token = s·T + t, row_slot = j): dy[q] = bf16(w[s][t, j]·dout[s][t]),
-// the reference's product, one warp per row, 16 bytes per lane and piece, kGatherBatch pieces in
-// flight per lane. Then one signal of the m-block's row count to dy_ready[mb] — so a da tile waits
-// for its own m-block's gather only, where the dispatch by token chunks made every da tile wait
-// for every chunk. (The forward's tables and x rows stay where the forward left them; the pull
-// reads peers' dout and topk_w as loopback ranks do all peer access: base + rank·stride.)
-DETMOE_DEVICE void dy_gather(const BackwardParams& bp, const LaunchContext& ctx, int32_t r, int32_t mb, int32_t e) {
+// Level 0: the dy rows of one plan chunk of source rank s's tokens. One warp per (token, slot)
+// pair: dy = bf16(w·dout) (the reference's product) goes to the pair's row of the forward's plan
+// in its expert's rank, 16 bytes per lane and piece, kDyBatch pieces in flight per lane; then
+// each pair adds 1 to its m-block's dy_ready counter (one add per group of lanes with the same
+// counter). d_topk_w is not computed here (TopkWeightGrads): with it, every da tile waited for
+// twice the bytes (the y rows) before its first mainloop.
+DETMOE_DEVICE void dy_dispatch(const BackwardParams& bp, const LaunchContext& ctx, int32_t s, int32_t chunk_in_rank) {
   const LayerParams& p = bp.f;
   const int tid = static_cast<int>(threadIdx.x) - 128;
   const int warp = tid / 32;
   const uint32_t lane = ptx::lane_id();
-  const int32_t e_mblock0 = __ldcg(p.ws.mblock_offset + e);
-  const int32_t rows_first = __ldcg(p.ws.expert_offset + e);
-  const int32_t count = __ldcg(p.ws.expert_offset + e + 1) - rows_first;
-  const int32_t m0 = (mb - e_mblock0) * kRowsPerMBlock;
-  const int32_t n = min(kRowsPerMBlock, count - m0);
-  const int32_t q0 = rows_first + m0;  // the m-block's first plan row
-  const int64_t dy0 = static_cast<int64_t>(r) * p.capacity + q0 - __ldcg(p.ws.rank_row_begin + r);
+  const int32_t t0 = chunk_in_rank * p.plan_chunk_tokens;
+  const int32_t n = min(p.plan_chunk_tokens, p.T - t0);
+  const int32_t pairs = n * p.k;
+  const int64_t g0 = static_cast<int64_t>(s) * p.T + t0;
+  const int32_t* idx = p.rank[s].topk_idx;
+  const float* w = p.rank[s].topk_w;
+  const uint16_t* dout = bp.grad[s].dout;
   copy_barrier();
   const bool go = tid != 0 || !launch_aborted(ctx);
   if (!copy_barrier_and(go)) return;
-  // Each lane of a warp looks up one of the warp's rows (dependent loads, paid once), then the
-  // warp copies its rows one after another with the addresses shuffled out.
-  constexpr int kRowsPerWarp = kRowsPerMBlock / kCopyWarps;
-  static_assert(kRowsPerWarp <= 32, "one lookup per lane");
-  const int32_t i = warp * kRowsPerWarp + static_cast<int32_t>(lane);
-  unsigned long long src_bits = 0;
-  float w_lane = 0.0f;
-  if (lane < static_cast<uint32_t>(kRowsPerWarp) && i < n) {
-    const int32_t g = __ldcg(p.ws.row_token + q0 + i);
-    const int32_t j = __ldcg(p.ws.row_slot + q0 + i);
-    const int32_t s = g / p.T, t = g - s * p.T;
-    // Checked anyway, as every table read here: a stale plan must not send a load outside dout.
-    if (s >= 0 && s < p.P && j >= 0 && j < p.k) {
-      src_bits = reinterpret_cast<unsigned long long>(bp.grad[s].dout + static_cast<int64_t>(t) * p.H);
-      w_lane = __ldg(p.rank[s].topk_w + static_cast<int64_t>(t) * p.k + j);
-    }
-  }
-  // The rows' loads are latency-bound at kGatherBatch pieces in flight per lane (more spills at
-  // the kernel's 168 registers): the warp asks L2 for its rows kPrefetchRows ahead with one bulk
-  // prefetch each, so the loads wait for L2, not for DRAM.
-  constexpr int kPrefetchRows = 3;
-  const uint32_t row_bytes = static_cast<uint32_t>(p.H) * 2;
-  if (lane < static_cast<uint32_t>(kPrefetchRows) && src_bits != 0) {
-    // lanes 0 … kPrefetchRows − 1 hold rows 0 … kPrefetchRows − 1 of the warp
-    ptx::bulk_prefetch_l2(reinterpret_cast<const void*>(src_bits), row_bytes);
-  }
+  // Each lane looks up one pair's row (dependent loads), then the warp runs its 32 pairs one after
+  // another with the addresses shuffled out, so the lookups' latency is paid once per 32 pairs
+  // (as the forward's dispatch does).
 #pragma unroll 1
-  for (int32_t rr = 0; rr < kRowsPerWarp; ++rr) {
-    const auto* src = reinterpret_cast<const uint16_t*>(__shfl_sync(0xffffffffu, src_bits, rr));
-    const float wt = __shfl_sync(0xffffffffu, w_lane, rr);
-    if (rr + kPrefetchRows < kRowsPerWarp) {
-      const auto ahead = __shfl_sync(0xffffffffu, src_bits, rr + kPrefetchRows);
-      if (lane == 0 && ahead != 0) ptx::bulk_prefetch_l2(reinterpret_cast<const void*>(ahead), row_bytes);
-    }
-    if (src == nullptr) continue;  // uniform over the warp: past the m-block's rows
-    uint16_t* dst = p.ws.dy + (dy0 + warp * kRowsPerWarp + rr) * p.H;
-    constexpr int kGatherBatch = 4;
-#pragma unroll 1
-    for (int32_t c0 = static_cast<int32_t>(lane) * 8; c0 < p.H; c0 += 256 * kGatherBatch) {
-      uint4 dv[kGatherBatch];
-#pragma unroll
-      for (int u = 0; u < kGatherBatch; ++u) {
-        const int32_t c = c0 + 256 * u;
-        if (c < p.H) dv[u] = __ldg(reinterpret_cast<const uint4*>(src + c));
+  for (int32_t base = warp * 32; base < pairs; base += kCopyWarps * 32) {
+    const int32_t i = base + static_cast<int32_t>(lane);
+    unsigned long long dst_bits = 0, drow_bits = 0;
+    float w_lane = 0.0f;
+    if (i < pairs) {
+      const int32_t t = t0 + i / p.k, j = i % p.k;
+      const int32_t row = __ldcg(p.ws.slot_row + g0 * p.k + i);
+      const int32_t d = __ldg(idx + static_cast<int64_t>(t) * p.k + j) / p.experts_per_rank;
+      const int64_t local = row - __ldcg(p.ws.rank_row_begin + d);
+      // The forward's plan put every row inside its rank's buffer; checked anyway, so that a
+      // stale table can never send a store outside dy (such a pair is skipped).
+      if (local >= 0 && local < p.capacity) {
+        dst_bits = reinterpret_cast<unsigned long long>(p.ws.dy + (static_cast<int64_t>(d) * p.capacity + local) * p.H);
+        drow_bits = reinterpret_cast<unsigned long long>(dout + static_cast<int64_t>(t) * p.H);
+        w_lane = __ldg(w + static_cast<int64_t>(t) * p.k + j);
       }
+    }
+    const int32_t rows = min(32, pairs - base);
+#pragma unroll 1
+    for (int32_t r = 0; r < rows; ++r) {
+      uint16_t* dst = reinterpret_cast<uint16_t*>(__shfl_sync(0xffffffffu, dst_bits, r));
+      if (dst == nullptr) continue;  // uniform over the warp
+      const uint16_t* drow = reinterpret_cast<const uint16_t*>(__shfl_sync(0xffffffffu, drow_bits, r));
+      const float wt = __shfl_sync(0xffffffffu, w_lane, r);
+      constexpr int kDyBatch = 4;
+#pragma unroll 1
+      for (int32_t c0 = static_cast<int32_t>(lane) * 8; c0 < p.H; c0 += 256 * kDyBatch) {
+        uint4 dv[kDyBatch];
 #pragma unroll
-      for (int u = 0; u < kGatherBatch; ++u) {
-        const int32_t c = c0 + 256 * u;
-        if (c >= p.H) break;
-        const uint16_t* dd = reinterpret_cast<const uint16_t*>(&dv[u]);
-        uint4 packed;
-        uint16_t* o = reinterpret_cast<uint16_t*>(&packed);
+        for (int u = 0; u < kDyBatch; ++u) {
+          const int32_t c = c0 + 256 * u;
+          if (c < p.H) dv[u] = __ldg(reinterpret_cast<const uint4*>(drow + c));
+        }
 #pragma unroll
-        for (int v = 0; v < 8; ++v) o[v] = bf16_bits_from_float(wt * float_from_bf16_bits(dd[v]));
-        *reinterpret_cast<uint4*>(dst + c) = packed;
+        for (int u = 0; u < kDyBatch; ++u) {
+          const int32_t c = c0 + 256 * u;
+          if (c >= p.H) break;
+          const uint16_t* dd = reinterpret_cast<const uint16_t*>(&dv[u]);
+          uint4 packed;
+          uint16_t* o = reinterpret_cast<uint16_t*>(&packed);
+#pragma unroll
+          for (int v = 0; v < 8; ++v) o[v] = bf16_bits_from_float(wt * float_from_bf16_bits(dd[v]));
+          *reinterpret_cast<uint4*>(dst + c) = packed;
+        }
       }
     }
   }
   fence_acq_rel_gpu();
   copy_barrier();
-  if (tid == 0 && n > 0 && !launch_aborted(ctx)) {
-    const int32_t row_block = mb - __ldcg(p.ws.mblock_offset + r * p.experts_per_rank);
-    signal_stamped(rank_counters(p, r) + p.counters.dispatch_ready + row_block, static_cast<uint32_t>(n));
+  // Signals: lanes whose pairs fall in the same (rank, m-block) add together.
+  const int32_t rounds = div_up(pairs, kCopyThreads);
+#pragma unroll 1
+  for (int32_t round = 0; round < rounds; ++round) {
+    const int32_t i = round * kCopyThreads + tid;
+    unsigned long long key = ~0ull - lane;  // distinct for lanes without a pair
+    unsigned long long* ready = nullptr;
+    if (i < pairs) {
+      const int32_t t = t0 + i / p.k, j = i % p.k;
+      const int32_t e = __ldg(idx + static_cast<int64_t>(t) * p.k + j);
+      const int32_t d = e / p.experts_per_rank;
+      const int32_t row = __ldcg(p.ws.slot_row + g0 * p.k + i);
+      const int32_t mb = __ldcg(p.ws.mblock_offset + e) - __ldcg(p.ws.mblock_offset + d * p.experts_per_rank) +
+                         (row - __ldcg(p.ws.expert_offset + e)) / kRowsPerMBlock;
+      ready = rank_counters(p, d) + p.counters.dispatch_ready + mb;
+      key = reinterpret_cast<unsigned long long>(ready);
+    }
+    const uint32_t peers = __match_any_sync(0xffffffffu, key);
+    if (ready != nullptr && (peers & lanemask_lt()) == 0 && !launch_aborted(ctx))
+      signal_stamped(ready, static_cast<uint32_t>(__popc(peers)));
   }
 }
 

@@ -2,7 +2,6 @@
 // task ids, and the decoding of the device fault record into a Status that names the task,
 // counter and values.
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 #include <gtest/gtest.h>
 
 #include <initializer_list>
@@ -18,7 +17,6 @@
 #include "detmoe/layer.h"
 #include "megakernel/gemm/band_order.h"
 #include "megakernel/host/layer_sizes.h"
-#include "megakernel/layer/dy_da_order.h"
 #include "megakernel/layer/row_table_window.h"
 #include "support/gpu.h"
 
@@ -295,63 +293,6 @@ TEST(LayerSchedule, BandOrdersAreBijectionsWithBalancedBands) {
       }
     }
   }
-}
-
-// The backward's first list segment (layer/dy_da_order.h, the function the kernel calls): dy
-// gathers merged with the da tiles. Each gather and each da tile appears exactly once, and every
-// da tile comes after the gather of the m-block it reads — the list's no-deadlock rule — for
-// experts of ragged m-block counts (empty ones too), band heights 1 … 32 and n_f = ⌈F/256⌉ from
-// 1 to 12. The tile's m-block is computed as describe_bwd_task does: its expert from
-// index / n_f, its band coordinates from balanced_band_coords. With the lead one m-block short
-// of the band height the rule must break somewhere (the check can fail).
-TEST(LayerSchedule, DyGathersPrecedeTheirDaTiles) {
-  const std::vector<std::vector<int32_t>> expert_mblocks = {
-      {1}, {8}, {17}, {0, 3, 0, 5}, {16, 16, 16, 16}, {2, 9, 1, 33, 0, 7}, {64}, {5, 5, 5, 5, 5, 5, 5, 5}};
-  int broken_with_short_lead = 0;
-  for (const auto& counts : expert_mblocks) {
-    std::vector<int32_t> first(counts.size() + 1, 0);
-    for (size_t e = 0; e < counts.size(); ++e) first[e + 1] = first[e] + counts[e];
-    const int32_t gathers = first.back();
-    for (int32_t band : {1, 2, 3, 8, 32}) {
-      for (int32_t n_f : {1, 2, 3, 8, 12}) {
-        const std::string where =
-            fmt::format("experts {} band {} n_f {}", fmt::join(counts, ","), band, n_f);
-        // The m-block that da tile d reads (describe_bwd_task's arithmetic).
-        auto mblock_of = [&](int32_t d) {
-          const int32_t mb = d / n_f;
-          size_t e = 0;
-          while (first[e + 1] <= mb) ++e;
-          const gemm::BandCoords bc = gemm::balanced_band_coords(d - first[e] * n_f, counts[e], n_f, band);
-          return first[e] + bc.m_block;
-        };
-        for (const bool short_lead : {false, true}) {
-          const int32_t lead = short_lead ? std::min(gathers, std::max(0, band - 1)) : dy_gather_lead(gathers, band);
-          if (!short_lead) ASSERT_GE(lead, std::min(gathers, band)) << where;
-          const int32_t total = gathers * (n_f + 1);
-          std::vector<int32_t> gather_at(gathers, -1), da_at(gathers * n_f, -1);
-          for (int32_t i = 0; i < total; ++i) {
-            const DyDaSlot s = dy_da_slot(i, gathers, n_f, lead);
-            auto& at = s.gather ? gather_at : da_at;
-            ASSERT_TRUE(s.index >= 0 && s.index < static_cast<int32_t>(at.size())) << where << " entry " << i;
-            ASSERT_EQ(at[s.index], -1) << where << ": listed twice, entry " << i;
-            at[s.index] = i;
-          }
-          bool ordered = true;
-          for (int32_t d = 0; d < gathers * n_f; ++d) {
-            ASSERT_GE(da_at[d], 0) << where << ": da tile " << d << " missing";
-            ordered = ordered && gather_at[mblock_of(d)] < da_at[d];
-          }
-          for (int32_t g = 0; g < gathers; ++g) ASSERT_GE(gather_at[g], 0) << where << ": gather " << g << " missing";
-          if (short_lead) {
-            broken_with_short_lead += ordered ? 0 : 1;
-          } else {
-            EXPECT_TRUE(ordered) << where << ": a da tile is listed before its m-block's gather";
-          }
-        }
-      }
-    }
-  }
-  EXPECT_GT(broken_with_short_lead, 0) << "a lead below the band height never broke the rule: the check is vacuous";
 }
 
 // LayerConfig::comm_sms → data-movement CTAs per rank slice: ⌈comm_sms / P⌉, never the whole
