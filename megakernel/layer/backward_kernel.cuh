@@ -141,7 +141,7 @@ DETMOE_DEVICE void run_bwd_producer(const BackwardParams& bp, const LaunchContex
 
 DETMOE_DEVICE void run_bwd_consumer(const BackwardParams& bp, const LaunchContext& ctx, const Smem& smem,
                                     const Pipe& pipe, TaskRing<NoDescription> ring, RowTable& table,
-                                    CopierStorage& copies, BackgroundGo background_go) {
+                                    CopierStorage& copies) {
   const LayerParams& p = bp.f;
   const int wg = static_cast<int>(threadIdx.x / 128) - 1;
   const uint32_t thread = threadIdx.x % 128;
@@ -179,7 +179,6 @@ DETMOE_DEVICE void run_bwd_consumer(const BackwardParams& bp, const LaunchContex
     if (i < 0) break;
     const BwdTask task = list.at(i);
     TaskTracer::start(p);
-    if (task.phase != BwdPhase::kDyDispatch) background_go.release();
     if (task.phase != pending_phase) flush();
     if (task.phase == BwdPhase::kDyDispatch) {
       dy_dispatch(bp, ctx, role.rank, task.index);
@@ -235,7 +234,6 @@ DETMOE_DEVICE void run_bwd_consumer(const BackwardParams& bp, const LaunchContex
   }
   flush();
   out.drain();
-  background_go.release();  // before the end job (its arrival releases it)
   handoff.finish();
 }
 
@@ -274,16 +272,12 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) layer_backward_kernel(const 
       if (threadIdx.x == 0) {
         run_bwd_producer(bp, ctx, smem, pipe, ring, table_shared);
       } else if (warp == 1 || warp == 2) {
-        const RankSlice slice = rank_slice(p.P);
-        const int32_t w = static_cast<int32_t>(warp) - 1;
-        TopkWeightGrads grads(bp, slice.rank, 2 * slice.member + w, 2 * slice.size);
-        run_epilogue_copier<false>(p, smem, copies_shared, w, DxSlotRow{},
-                                   DtopkBackground{grads, ctx, &background_go_shared});
+        run_epilogue_copier<false>(p, smem, copies_shared, static_cast<int>(warp) - 1, DxSlotRow{});
       }
       __syncwarp();
     } else {
       ptx::setmaxnreg_inc<kBwdConsumerRegisters>();
-      run_bwd_consumer(bp, ctx, smem, pipe, ring, table_shared, copies_shared, BackgroundGo(&background_go_shared));
+      run_bwd_consumer(bp, ctx, smem, pipe, ring, table_shared, copies_shared);
     }
   }
   TaskTracer::finish(p);

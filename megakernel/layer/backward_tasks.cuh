@@ -413,12 +413,12 @@ DETMOE_DEVICE bool pair_row_in_range(const LayerParams& p, int32_t s, int64_t pa
   return local >= 0 && local < p.capacity;
 }
 
-// Level 0: the dy rows of one plan chunk of source rank s's tokens. One warp per (token, slot)
-// pair: dy = bf16(w·dout) (the reference's product) goes to the pair's row of the forward's plan
-// in its expert's rank, 16 bytes per lane and piece, kDyBatch pieces in flight per lane; then
-// each pair adds 1 to its m-block's dy_ready counter (one add per group of lanes with the same
-// counter). d_topk_w is not computed here (TopkWeightGrads): with it, every da tile waited for
-// twice the bytes (the y rows) before its first mainloop.
+// Level 0: dy rows and d_topk_w for one plan chunk of source rank s's tokens. One warp per
+// (token, slot) pair: lanes walk the row in 8-column pieces (lane·8 + 256·i), each lane summing
+// dout·y with fmaf in that order, then a fixed butterfly over the warp (lane 0's value is kept):
+// the order depends on H alone. The dy row dy = bf16(w·dout) (the reference's product) goes to
+// the pair's row of the forward's plan in its expert's rank; then each pair adds 1 to its
+// m-block's dy_ready counter (one add per group of lanes with the same counter).
 DETMOE_DEVICE void dy_dispatch(const BackwardParams& bp, const LaunchContext& ctx, int32_t s, int32_t chunk_in_rank) {
   const LayerParams& p = bp.f;
   const int tid = static_cast<int>(threadIdx.x) - 128;
@@ -431,16 +431,18 @@ DETMOE_DEVICE void dy_dispatch(const BackwardParams& bp, const LaunchContext& ct
   const int32_t* idx = p.rank[s].topk_idx;
   const float* w = p.rank[s].topk_w;
   const uint16_t* dout = bp.grad[s].dout;
+  const uint16_t* ys = y_slots(p, s);
   copy_barrier();
   const bool go = tid != 0 || !launch_aborted(ctx);
   if (!copy_barrier_and(go)) return;
-  // Each lane looks up one pair's row (dependent loads), then the warp runs its 32 pairs one after
+  // Each lane looks up one pair's rows (dependent loads), then the warp runs its 32 pairs one after
   // another with the addresses shuffled out, so the lookups' latency is paid once per 32 pairs
   // (as the forward's dispatch does).
+  float* d_topk_w = bp.grad[s].d_topk_w + static_cast<int64_t>(t0) * p.k;
 #pragma unroll 1
   for (int32_t base = warp * 32; base < pairs; base += kCopyWarps * 32) {
     const int32_t i = base + static_cast<int32_t>(lane);
-    unsigned long long dst_bits = 0, drow_bits = 0;
+    unsigned long long dst_bits = 0, drow_bits = 0, yrow_bits = 0;
     float w_lane = 0.0f;
     if (i < pairs) {
       const int32_t t = t0 + i / p.k, j = i % p.k;
@@ -452,6 +454,7 @@ DETMOE_DEVICE void dy_dispatch(const BackwardParams& bp, const LaunchContext& ct
       if (local >= 0 && local < p.capacity) {
         dst_bits = reinterpret_cast<unsigned long long>(p.ws.dy + (static_cast<int64_t>(d) * p.capacity + local) * p.H);
         drow_bits = reinterpret_cast<unsigned long long>(dout + static_cast<int64_t>(t) * p.H);
+        yrow_bits = reinterpret_cast<unsigned long long>(ys + (static_cast<int64_t>(t) * p.k + j) * p.H);
         w_lane = __ldg(w + static_cast<int64_t>(t) * p.k + j);
       }
     }
@@ -461,28 +464,44 @@ DETMOE_DEVICE void dy_dispatch(const BackwardParams& bp, const LaunchContext& ct
       uint16_t* dst = reinterpret_cast<uint16_t*>(__shfl_sync(0xffffffffu, dst_bits, r));
       if (dst == nullptr) continue;  // uniform over the warp
       const uint16_t* drow = reinterpret_cast<const uint16_t*>(__shfl_sync(0xffffffffu, drow_bits, r));
+      const uint16_t* yrow = reinterpret_cast<const uint16_t*>(__shfl_sync(0xffffffffu, yrow_bits, r));
       const float wt = __shfl_sync(0xffffffffu, w_lane, r);
-      constexpr int kDyBatch = 4;
+      float partial = 0.0f;
+      // kDyBatch pieces of both rows loaded before their FMAs (one load in flight per lane left
+      // the copy latency-bound, as the forward's weighted sum was); the FMAs still run piece by
+      // piece in increasing column order, so the bits do not depend on the batch.
+      constexpr int kDyBatch = 2;
 #pragma unroll 1
       for (int32_t c0 = static_cast<int32_t>(lane) * 8; c0 < p.H; c0 += 256 * kDyBatch) {
-        uint4 dv[kDyBatch];
+        uint4 dv[kDyBatch], yv[kDyBatch];
 #pragma unroll
         for (int u = 0; u < kDyBatch; ++u) {
           const int32_t c = c0 + 256 * u;
-          if (c < p.H) dv[u] = __ldg(reinterpret_cast<const uint4*>(drow + c));
+          if (c < p.H) {
+            dv[u] = __ldg(reinterpret_cast<const uint4*>(drow + c));
+            yv[u] = __ldcg(reinterpret_cast<const uint4*>(yrow + c));
+          }
         }
 #pragma unroll
         for (int u = 0; u < kDyBatch; ++u) {
           const int32_t c = c0 + 256 * u;
           if (c >= p.H) break;
           const uint16_t* dd = reinterpret_cast<const uint16_t*>(&dv[u]);
+          const uint16_t* yy = reinterpret_cast<const uint16_t*>(&yv[u]);
           uint4 packed;
           uint16_t* o = reinterpret_cast<uint16_t*>(&packed);
 #pragma unroll
-          for (int v = 0; v < 8; ++v) o[v] = bf16_bits_from_float(wt * float_from_bf16_bits(dd[v]));
+          for (int v = 0; v < 8; ++v) {
+            const float dvf = float_from_bf16_bits(dd[v]);
+            partial = fmaf(dvf, float_from_bf16_bits(yy[v]), partial);
+            o[v] = bf16_bits_from_float(wt * dvf);
+          }
           *reinterpret_cast<uint4*>(dst + c) = packed;
         }
       }
+#pragma unroll
+      for (int off = 16; off > 0; off >>= 1) partial = partial + __shfl_xor_sync(0xffffffffu, partial, off);
+      if (lane == 0) d_topk_w[base + r] = partial;
     }
   }
   fence_acq_rel_gpu();
