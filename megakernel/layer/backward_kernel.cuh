@@ -50,37 +50,6 @@ struct DxSlotRow {
   }
 };
 
-// The copier warps' background work in the backward: d_topk_w (TopkWeightGrads), once the CTA's
-// consumers are past their dy dispatch tasks — it reads as many bytes as that phase, which every
-// da tile waits for, so it must not take that phase's bandwidth. `go`: an mbarrier of one arrival,
-// by consumer thread 128 once (BackgroundGo), polled with test_wait (never blocks): a plain shared
-// flag worked but is a race to compute-sanitizer racecheck.
-struct DtopkBackground {
-  static constexpr bool kActive = true;
-  TopkWeightGrads& grads;
-  const LaunchContext& ctx;
-  uint64_t* go;
-  DETMOE_DEVICE bool operator()() {
-    if (!ptx::mbarrier_test_wait_parity(go, 0)) return true;  // not yet: back to waiting for a job
-    return grads.step(ctx);
-  }
-};
-
-// The consumers' side of DtopkBackground's go barrier: one arrival, by thread 128, the first time
-// it is asked.
-class BackgroundGo {
- public:
-  DETMOE_DEVICE explicit BackgroundGo(uint64_t* bar) : bar_(bar) {}
-  DETMOE_DEVICE void release() {
-    if (!sent_ && threadIdx.x == 128) ptx::mbarrier_arrive(bar_);
-    sent_ = true;
-  }
-
- private:
-  uint64_t* bar_;
-  bool sent_ = false;
-};
-
 // The launch's first step, every thread of every CTA: tickets at 0 and every dependency counter
 // at (epoch << 32) | 0 (the forward's plan does the same), then a grid barrier so no task
 // signals or waits before the stamp. False (uniformly) when the barrier timed out, or when a
@@ -245,7 +214,6 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) layer_backward_kernel(const 
   __shared__ TaskRingStorage<NoDescription> ring_shared;
   __shared__ RowTable table_shared;
   __shared__ CopierStorage copies_shared;
-  __shared__ uint64_t background_go_shared;
   const LayerParams& p = bp.f;
   const Smem smem = Smem::from_dynamic(smem_raw);
   const Pipe pipe{smem.full_barriers(), smem.empty_barriers()};
@@ -255,7 +223,6 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) layer_backward_kernel(const 
     ring.init();
     init_row_table(table_shared);
     init_copier(copies_shared);
-    ptx::mbarrier_init(&background_go_shared, 1);
     pipe.init();  // its fence.mbarrier_init covers the ring's and the row table's barriers too
   }
   __syncthreads();

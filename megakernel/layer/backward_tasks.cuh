@@ -6,9 +6,7 @@
 //
 //   level 0  dy dispatch         per plan chunk of the rank's tokens: for each (t, j) the row
 //                                dy = bf16(w[t,j]·dout[t]) pushed to its expert's rank at the
-//                                forward's row → dy_ready. (d_topk_w[t,j] = ⟨dout[t], y[t,j]⟩
-//                                waits on nothing and nothing waits on it: the copier warps
-//                                compute it in the background, TopkWeightGrads)
+//                                forward's row, d_topk_w[t,j] = ⟨dout[t], y[t,j]⟩ → dy_ready
 //   level 1  shared da           per (128 tokens, 256 columns of Fs): dout·Ws_down, dSwiGLU → dhs
 //   level 2  da                  per (m-block, 256 columns of F): dy·W_down[e], dSwiGLU with the
 //                                saved h → dh; waits dy_ready of its m-block → dh_done
@@ -368,51 +366,6 @@ DETMOE_DEVICE BwdGemmTask describe_bwd_task(const BackwardParams& bp, const BwdT
   return g;
 }
 
-// ⟨dout[t], y[t, j]⟩ of one (token, slot) pair by one warp: lanes walk the row in 8-column pieces
-// (lane·8 + 256·i), each lane summing dout·y with fmaf in that order, then a fixed butterfly over
-// the warp (lane 0's value is kept): the order depends on H alone. kBatch pieces of both rows are
-// loaded before their FMAs (one load in flight per lane is latency-bound); the FMAs still run
-// piece by piece in increasing column order, so the bits do not depend on the batch.
-DETMOE_DEVICE float pair_dot(const uint16_t* drow, const uint16_t* yrow, int32_t H, uint32_t lane) {
-  constexpr int kBatch = 2;
-  float partial = 0.0f;
-#pragma unroll 1
-  for (int32_t c0 = static_cast<int32_t>(lane) * 8; c0 < H; c0 += 256 * kBatch) {
-    uint4 dv[kBatch], yv[kBatch];
-#pragma unroll
-    for (int u = 0; u < kBatch; ++u) {
-      const int32_t c = c0 + 256 * u;
-      if (c < H) {
-        dv[u] = __ldg(reinterpret_cast<const uint4*>(drow + c));
-        yv[u] = __ldcg(reinterpret_cast<const uint4*>(yrow + c));
-      }
-    }
-#pragma unroll
-    for (int u = 0; u < kBatch; ++u) {
-      if (c0 + 256 * u >= H) break;
-      const uint16_t* dd = reinterpret_cast<const uint16_t*>(&dv[u]);
-      const uint16_t* yy = reinterpret_cast<const uint16_t*>(&yv[u]);
-#pragma unroll
-      for (int v = 0; v < 8; ++v) partial = fmaf(float_from_bf16_bits(dd[v]), float_from_bf16_bits(yy[v]), partial);
-    }
-  }
-#pragma unroll
-  for (int off = 16; off > 0; off >>= 1) partial = partial + __shfl_xor_sync(0xffffffffu, partial, off);
-  return partial;
-}
-
-// Whether pair i = (t, j) of source rank s's tokens has its row inside its rank's buffer in the
-// forward's plan (it always has; checked anyway, so that a stale table can never make a task read
-// or write outside its buffers: such a pair is skipped).
-DETMOE_DEVICE bool pair_row_in_range(const LayerParams& p, int32_t s, int64_t pair) {
-  const int64_t t = pair / p.k;
-  const int32_t j = static_cast<int32_t>(pair % p.k);
-  const int32_t row = __ldcg(p.ws.slot_row + static_cast<int64_t>(s) * p.T * p.k + pair);
-  const int32_t d = __ldg(p.rank[s].topk_idx + t * p.k + j) / p.experts_per_rank;
-  const int64_t local = row - __ldcg(p.ws.rank_row_begin + d);
-  return local >= 0 && local < p.capacity;
-}
-
 // Level 0: dy rows and d_topk_w for one plan chunk of source rank s's tokens. One warp per
 // (token, slot) pair: lanes walk the row in 8-column pieces (lane·8 + 256·i), each lane summing
 // dout·y with fmaf in that order, then a fixed butterfly over the warp (lane 0's value is kept):
@@ -528,68 +481,6 @@ DETMOE_DEVICE void dy_dispatch(const BackwardParams& bp, const LaunchContext& ct
       signal_stamped(ready, static_cast<uint32_t>(__popc(peers)));
   }
 }
-
-// d_topk_w[t, j] = ⟨dout[t], y[t, j]⟩ for source rank s's pairs, by the copier warps of the rank's
-// CTAs in the background (epilogue_copier.cuh: between their jobs and after them). Nothing in the
-// launch waits on it, and its inputs (dout, the forward's y) are there from the start, so it
-// needs no counter, only to be done when the launch ends. Worker w of `workers` (the slice's
-// copier warps) takes the blocks of 32 pairs w, w + workers, …: each pair has one owner and
-// pair_dot's fixed order, so the bits are those of a dot in the dy dispatch (D1, D2 unchanged).
-// One step = one pair (≈ 1 µs at H = 7168), so a row job waits for at most one dot.
-class TopkWeightGrads {
- public:
-  DETMOE_DEVICE TopkWeightGrads(const BackwardParams& bp, int32_t s, int32_t worker, int32_t workers)
-      : bp_(bp), s_(s), block_(worker), stride_(workers) {
-    const int64_t pairs = static_cast<int64_t>(bp.f.T) * bp.f.k;
-    blocks_ = static_cast<int32_t>((pairs + 31) / 32);
-  }
-
-  // One pair; false once this worker has none left (or the launch was aborted).
-  DETMOE_DEVICE bool step(const LaunchContext& ctx) {
-    if (block_ >= blocks_) return false;
-    const LayerParams& p = bp_.f;
-    const uint32_t lane = ptx::lane_id();
-    const int64_t first = static_cast<int64_t>(block_) * 32;
-    if (r_ == 0) {
-      // A new block: each lane looks up one pair's rows (dependent loads, paid once per 32 pairs).
-      if (launch_aborted(ctx)) {
-        block_ = blocks_;
-        return false;
-      }
-      const int64_t pairs = static_cast<int64_t>(p.T) * p.k;
-      rows_ = static_cast<int32_t>(min(int64_t{32}, pairs - first));
-      drow_bits_ = yrow_bits_ = 0;
-      const int64_t i = first + lane;
-      if (i < pairs && pair_row_in_range(p, s_, i)) {
-        const int64_t t = i / p.k;
-        drow_bits_ = reinterpret_cast<unsigned long long>(bp_.grad[s_].dout + t * p.H);
-        yrow_bits_ = reinterpret_cast<unsigned long long>(y_slots(p, s_) + i * p.H);
-      }
-    }
-    const auto* drow = reinterpret_cast<const uint16_t*>(__shfl_sync(0xffffffffu, drow_bits_, r_));
-    const auto* yrow = reinterpret_cast<const uint16_t*>(__shfl_sync(0xffffffffu, yrow_bits_, r_));
-    if (drow != nullptr) {  // uniform over the warp
-      const float dot = pair_dot(drow, yrow, p.H, lane);
-      if (lane == 0) bp_.grad[s_].d_topk_w[first + r_] = dot;
-    }
-    if (++r_ == rows_) {
-      r_ = 0;
-      block_ += stride_;
-    }
-    return true;
-  }
-
- private:
-  const BackwardParams& bp_;
-  int32_t s_;
-  int32_t block_;   // the current block of 32 pairs
-  int32_t stride_;  // workers
-  int32_t blocks_;
-  int32_t r_ = 0;   // the next pair in the block
-  int32_t rows_ = 0;
-  unsigned long long drow_bits_ = 0;  // this lane's pair's rows (0: skipped)
-  unsigned long long yrow_bits_ = 0;
-};
 
 // Level 3: d_x[t] = bf16(Σ_j dx_slot[t, j] + dxs[t]) for kSumChunkTokens of rank s's tokens, the
 // reference's order (slots j = 0 … k − 1 from 0, then the shared expert's row), in fp32.

@@ -34,7 +34,6 @@
 #include <cuda.h>
 
 #include <cstdint>
-#include <type_traits>
 
 #include "megakernel/gemm/epilogue.cuh"
 #include "megakernel/gemm/ragged_map.cuh"
@@ -219,34 +218,16 @@ DETMOE_DEVICE void swiglu_slab_in_place(uint32_t g_slab, uint32_t u_slab, uint32
   }
 }
 
-// No background work: the forward's copiers only take jobs.
-struct NoBackground {
-  static constexpr bool kActive = false;
-  DETMOE_DEVICE bool operator()() { return false; }
-};
-
 // Copier warp 1 + w of the producer warpgroup: consumer warpgroup w's jobs until its end job.
 // `slot_row(p, slot)`: a slot's destination row (rows jobs). kSwiGLUJobs: whether this kernel
-// hands over SwiGLU jobs (the backward does not). `background()` (when Background::kActive): one
-// bounded step of work that waits on nothing (or, before its work may start, a poll), returning
-// false once it has none left: run while no job is handed over, and after the end job until it
-// has none left. A step delays a job by at most its own length.
-template <bool kSwiGLUJobs, class SlotRow, class Background = NoBackground>
+// hands over SwiGLU jobs (the backward does not).
+template <bool kSwiGLUJobs, class SlotRow>
 DETMOE_DEVICE void run_epilogue_copier(const LayerParams& p, const Smem& smem, CopierStorage& s, int w,
-                                       SlotRow slot_row, Background&& background = {}) {
+                                       SlotRow slot_row) {
   const uint32_t lane = ptx::lane_id();
   const uint32_t base = ptx::smem_u32(smem.staging(w, 0));
   for (uint32_t n = 0;; ++n) {
-    if constexpr (std::remove_reference_t<Background>::kActive) {
-      while (!ptx::mbarrier_try_wait_parity(&s.full[w], n & 1u)) {
-        if (!background()) {
-          ptx::mbarrier_wait_parity(&s.full[w], n & 1u);
-          break;
-        }
-      }
-    } else {
-      ptx::mbarrier_wait_parity(&s.full[w], n & 1u);
-    }
+    ptx::mbarrier_wait_parity(&s.full[w], n & 1u);
     const CopyJob& job = s.job[w];
     const CopyJobKind kind = job.kind;
     if (kind == CopyJobKind::kEnd) break;
@@ -293,10 +274,6 @@ DETMOE_DEVICE void run_epilogue_copier(const LayerParams& p, const Smem& smem, C
     ptx::bulk_wait_group_all();
     fence_proxy_async_global();  // the stores (async proxy) before the consumers' signal
     ptx::mbarrier_arrive(&s.landed[w]);
-  }
-  if constexpr (std::remove_reference_t<Background>::kActive) {
-    while (background()) {
-    }
   }
 }
 

@@ -40,22 +40,6 @@ DETMOE_DEVICE bool mbarrier_try_wait_parity(uint64_t* bar, uint32_t parity) {
   return done != 0;
 }
 
-// Whether the phase with the given parity has completed, without waiting (try_wait may suspend
-// the thread for a while first).
-DETMOE_DEVICE bool mbarrier_test_wait_parity(uint64_t* bar, uint32_t parity) {
-  uint32_t done;
-  asm volatile(
-      "{\n"
-      ".reg .pred p;\n"
-      "mbarrier.test_wait.parity.acquire.cta.shared::cta.b64 p, [%1], %2;\n"
-      "selp.u32 %0, 1, 0, p;\n"
-      "}\n"
-      : "=r"(done)
-      : "r"(smem_u32(bar)), "r"(parity)
-      : "memory");
-  return done != 0;
-}
-
 // Waits until the phase with the given parity has completed. A fresh barrier counts as having
 // completed the phase of parity 1, so a producer's first lap (parity 1) passes at once.
 // These waits are fed only by this CTA's own TMA loads and consumers, so they cannot stall on
