@@ -31,7 +31,7 @@ enum class TaskKind : uint32_t {
   kWeightedSum = 7,     // index: the rank's token chunk of the sum
   // The backward launch (backward_tasks.cuh); index: the task's number within its phase.
   kBackwardStart = 8,       // the launch's counter stamp and grid barrier
-  kDyDispatch = 9,          // index: the rank's token chunk (its dy rows)
+  kDyDispatch = 9,          // index: the rank's token chunk (dy rows + d_topk_w)
   kSharedDgrad1 = 10,       // shared da = dout·Ws_down + dSwiGLU → dhs
   kDgrad1 = 11,             // da = dy·W_down + dSwiGLU → dh
   kSharedDgrad2 = 12,       // shared dx = dhs·Ws_gate_up

@@ -41,14 +41,6 @@ DETMOE_DEVICE void bulk_load(void* dst, const void* src, uint32_t bytes, uint64_
                : "memory");
 }
 
-// Asks for `bytes` of global memory from `src` to be brought into L2, asynchronously, with no
-// completion to wait for (a hint: later loads of those bytes hit L2). `src` 16-byte aligned,
-// `bytes` a multiple of 16.
-DETMOE_DEVICE void bulk_prefetch_l2(const void* src, uint32_t bytes) {
-  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(reinterpret_cast<uint64_t>(src)), "r"(bytes)
-               : "memory");
-}
-
 // Plain (non-tensor) bulk copy of `bytes` from shared to global memory, in this thread's current
 // bulk group (commit, then wait with bulk_wait_group_*). Both addresses 16-byte aligned, `bytes`
 // a multiple of 16.
