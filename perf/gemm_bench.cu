@@ -1,5 +1,6 @@
-// detmoe_perf_gemm: the GEMM core against cuBLAS (dense) and, through gemm_grouped_torch.py,
-// against torch._grouped_mm on the expert segments of the DESIGN.md §7 shapes.
+// detmoe_perf_gemm: the GEMM core against cuBLAS (dense; per expert on the grouped forward cases,
+// as the reference layer calls it) and, through gemm_grouped_torch.py, against torch._grouped_mm
+// on the expert segments of the DESIGN.md §7 shapes.
 //
 // Every benchmark times single launches with CUDA events after a warm-up, 30 timed launches
 // (benchmark iterations), and reports the median as counters median_ms and tflops, beside the
@@ -137,6 +138,22 @@ cublasHandle_t cublas() {
   return h;
 }
 
+// A handle set up as the reference layer's (reference/device/cublas_gemm.cpp): no reduced-precision
+// reductions, no atomics, so its per-expert timings are the reference's GEMMs.
+cublasHandle_t reference_cublas() {
+  static cublasHandle_t h = [] {
+    cublasHandle_t handle;
+    if (cublasCreate(&handle) != CUBLAS_STATUS_SUCCESS) die("cublasCreate");
+    if (cublasSetMathMode(handle, static_cast<cublasMath_t>(CUBLAS_DEFAULT_MATH |
+                                                            CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)) !=
+            CUBLAS_STATUS_SUCCESS ||
+        cublasSetAtomicsMode(handle, CUBLAS_ATOMICS_NOT_ALLOWED) != CUBLAS_STATUS_SUCCESS)
+      die("cublas modes");
+    return handle;
+  }();
+  return h;
+}
+
 // ---- dense: ours vs cuBLAS at M = N = K ----
 
 struct DenseCase {
@@ -242,6 +259,38 @@ void bench_grouped(benchmark::State& state, const GroupedCase& gc, const std::ve
   state.counters["rows"] = static_cast<double>(rows);
 }
 
+// The reference layer's way to run the same grouped forward GEMM: one cublasGemmEx per expert
+// on its rows (reference/device/ does exactly this), timed as one launch sequence. It is the
+// GEMM time the unfused reference pays, so it shows whether the GEMM core's grouped tiles (the
+// megakernel's floor) or the fusion is what the megakernel loses to the reference on.
+void bench_grouped_cublas(benchmark::State& state, const GroupedCase& gc, const std::vector<int32_t>& counts) {
+  if (gc.layout != Layout::kForward) die("cuBLAS per-expert baseline: forward layout only");
+  std::vector<int64_t> offsets{0};
+  for (int32_t c : counts) offsets.push_back(offsets.back() + c);
+  const int64_t rows = offsets.back();
+  const int64_t groups = static_cast<int64_t>(counts.size());
+  Device a(rows * gc.k * 2), b(groups * gc.n * gc.k * 2), c(rows * gc.n * 2);
+  fill_normal(a.p, rows * gc.k, 3);
+  fill_normal(b.p, groups * gc.n * gc.k, 4);
+  const float one = 1.0f, zero = 0.0f;
+  const auto* a16 = static_cast<const uint16_t*>(a.p);
+  const auto* b16 = static_cast<const uint16_t*>(b.p);
+  auto* c16 = static_cast<uint16_t*>(c.p);
+  time_launches(state, 2.0 * rows * gc.n * gc.k, [&] {
+    for (int64_t e = 0; e < groups; ++e) {
+      const int m = counts[static_cast<size_t>(e)];
+      if (m == 0) continue;
+      // Row-major C[m×n] = A[m×k]·W[n×k]ᵀ as column-major Cᵀ = W·Aᵀ (the reference's call).
+      if (cublasGemmEx(reference_cublas(), CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(gc.n), m, static_cast<int>(gc.k), &one,
+                       b16 + e * gc.n * gc.k, CUDA_R_16BF, static_cast<int>(gc.k), a16 + offsets[e] * gc.k, CUDA_R_16BF,
+                       static_cast<int>(gc.k), &zero, c16 + offsets[e] * gc.n, CUDA_R_16BF, static_cast<int>(gc.n),
+                       CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT) != CUBLAS_STATUS_SUCCESS)
+        die("cublasGemmEx (per expert)");
+    }
+  });
+  state.counters["rows"] = static_cast<double>(rows);
+}
+
 void write_segments(const std::vector<GroupedCase>& cases, const std::map<std::string, std::vector<int32_t>>& counts) {
   const char* path = std::getenv("DETMOE_GEMM_SEGMENTS_OUT");
   if (path == nullptr) return;
@@ -313,6 +362,12 @@ int main(int argc, char** argv) {
     const auto& cnt = counts.at(gc.shape.name);
     benchmark::RegisterBenchmark(("gemm/grouped/" + gc.name + "/ours").c_str(),
                                  [gc, cnt](benchmark::State& st) { bench_grouped(st, gc, cnt); })
+        ->UseManualTime()
+        ->Iterations(kTimedLaunches)
+        ->Unit(benchmark::kMillisecond);
+    if (gc.layout != Layout::kForward) continue;
+    benchmark::RegisterBenchmark(("gemm/grouped/" + gc.name + "/cublas_per_expert").c_str(),
+                                 [gc, cnt](benchmark::State& st) { bench_grouped_cublas(st, gc, cnt); })
         ->UseManualTime()
         ->Iterations(kTimedLaunches)
         ->Unit(benchmark::kMillisecond);
