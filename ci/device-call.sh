@@ -8,6 +8,14 @@ cd "$(dirname "${BASH_SOURCE[1]}")/.."
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
 exec > >(tee "$OUT/summary.txt") 2>&1
+# The device tool brings back at most 8 files: on exit, everything but summary.txt goes into
+# $OUT/logs.tgz when there are more (session 19's landing call lost its test logs that way).
+bundle_out() {
+  [ "$(find "$OUT" -type f | wc -l)" -le 8 ] && return
+  tar czf /tmp/device-logs.tgz -C "$OUT" --exclude=./summary.txt . &&
+    find "$OUT" -mindepth 1 ! -name summary.txt -delete && mv /tmp/device-logs.tgz "$OUT/logs.tgz"
+}
+trap bundle_out EXIT
 device_call_start=$SECONDS
 step() { echo "== $1 ($(( SECONDS - device_call_start )) s in)"; }
 left() { echo $(( ${BUDGET_S:-560} - (SECONDS - device_call_start) )); }
