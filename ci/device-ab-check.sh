@@ -6,7 +6,8 @@
 # TRACE_SHAPES, one traced run of the first tree (per-tile mainloop / epilogue, stderr). Then, on
 # the first tree: GEMM_FILTER (detmoe_gemm_test with that filter), `detmoe golden check --impl
 # megakernel`, and with PROPERTY_N the forward and backward property tests at N problems each in
-# what is left of BUDGET_S.
+# what is left of BUDGET_S. AB_SANITIZE_TOOLS (default "racecheck memcheck"; empty: none) picks the
+# compute-sanitizer tools.
 #   OUT=dir AB_TREES='new=.ab/new main=.ab/main' bash ci/device-ab-check.sh   (carry .devdeps .ab)
 source "$(dirname "$0")/device-call.sh"
 : "${AB_TREES:?}"
@@ -18,7 +19,7 @@ AB_ROUNDS=0 AB_WORK=/tmp/ab-tests AB_TESTS=${AB_TESTS:-'Megakernel*:LayerTrace*-
 echo "ab (build/tests) exit $?"; cat "$OUT/ab-summary.txt"; mv "$OUT/ab-logs.tgz" "$OUT/ab-tests-logs.tgz"
 ln -sfn "$first_dir/build-ab" build-device
 source ci/device-env.sh
-for tool in racecheck memcheck; do
+for tool in ${AB_SANITIZE_TOOLS-racecheck memcheck}; do
   sanitize_verify $tool --shape small-shared --routing zipf1
   sanitize_verify $tool --shape small --routing hot:0.5 --P 2 --backend loopback
   sanitize_verify $tool --shape small-shared --routing zipf1 --P 4 --backend loopback
