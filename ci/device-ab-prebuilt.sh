@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# A short A/B call with binaries built on the CPU machine (when device time is too short to build
+# two trees there): AB_BIN holds <name>/{detmoe,detmoe_perf_layer,detmoe_layer_test} per tree and
+# lib/ for runtime libraries .devdeps lacks (libbenchmark). The first tree gets the megakernel GPU
+# tests, racecheck + memcheck of fwd+bwd at P = 1 and 4 loopback and the golden check; then
+# alternating timing rounds (AB_ROUNDS, AB_BENCH_ARGS) and one traced run of the first tree.
+#   OUT=dir AB_BIN=.abbin AB_NAMES='top main' bash ci/device-ab-prebuilt.sh   (carry .devdeps .abbin)
+source "$(dirname "$0")/device-call.sh"
+source ci/device-env.sh
+bin=${AB_BIN:-.abbin}
+names=${AB_NAMES:?}
+first=${names%% *}
+export LD_LIBRARY_PATH=$PWD/$bin/lib:$LD_LIBRARY_PATH
+chmod +x "$bin"/*/detmoe* 2>/dev/null
+mkdir -p build-device && cp "$bin/$first/detmoe" build-device/detmoe
+step "tests of $first"
+timeout "${TESTS_LIMIT:-150}" "$bin/$first/detmoe_layer_test" \
+  --gtest_filter="${AB_TESTS:-Megakernel*:LayerTrace*-*NamedShapes.MatchReference:*Property.Random*}" >"$OUT/tests.log" 2>&1
+echo "tests exit $?"; grep -E '^\[  (PASSED|FAILED)|FAILED  \]|Failure' "$OUT/tests.log" | head -12
+for tool in racecheck memcheck; do
+  sanitize_verify $tool --shape small-shared --routing zipf1
+  sanitize_verify $tool --shape small-shared --routing zipf1 --P 4 --backend loopback
+done
+step golden
+timeout 90 build-device/detmoe golden check --impl megakernel 2>&1 | tail -1
+for round in $(seq 1 "${AB_ROUNDS:-1}"); do
+  for name in $names; do
+    [ "$(left)" -gt 70 ] || break 2
+    step "round $round $name ($(left) s left)"
+    timeout $(( $(left) - 40 )) "$bin/$name/detmoe_perf_layer" --impls=megakernel --routings=balanced \
+      --shapes="${AB_SHAPES:-deepseek-v3,mixtral-8x7b,qwen3-30b-a3b,gpt-oss-120b}" --timed=20 ${AB_BENCH_ARGS:-} \
+      --benchmark_out="$OUT/ab-$name-$round.json" --benchmark_out_format=json >"$OUT/ab-$name-$round.log" 2>&1
+    echo "exit $?: $(python3 -c '
+import json, sys
+for b in json.load(open(sys.argv[1]))["benchmarks"]:
+    print(b["name"].split("/iterations")[0].replace("megakernel/", ""), "%.3f" % b["median_ms"], "%.3f" % b.get("joules_per_step", 0), end="  |  ")
+' "$OUT/ab-$name-$round.json" 2>&1)"
+  done
+done
+if [ -n "${TRACE_SHAPES:-}" ] && [ "$(left)" -gt 25 ]; then
+  step "trace of $first ($(left) s left)"
+  timeout $(( $(left) - 5 )) "$bin/$first/detmoe_perf_layer" --impls=megakernel --routings=balanced --shapes="$TRACE_SHAPES" \
+    --timed=5 --trace >"$OUT/trace.log" 2>&1
+  echo "trace exit $?"; grep -vE '^(Run on|CPU Caches|  L[123]|Load Average|-----)' "$OUT/trace.log" | head -70
+fi
+step done
