@@ -14,8 +14,6 @@
 
 namespace detmoe::mk {
 
-static_assert(kDefaultBandMBlocks == Cfg::kBandRows, "overlap_rows = 0 keeps the GEMM core's band order");
-
 struct GemmTask : TileWork {
   // Dependency: the producer waits for *wait ≥ wait_target before loading (null: none).
   const unsigned long long* wait;

@@ -34,9 +34,12 @@ inline constexpr int kGemm1Cols = 128;  // a columns per GEMM1 tile: 128 gate + 
 inline constexpr int kGemm2Cols = 256;  // y columns per GEMM2 tile
 // Grid barriers of the plan: after validate+count, after the chunk scan, after the offsets.
 inline constexpr int kPlanBarriers = 3;
-// m-blocks per GEMM band when LayerConfig::overlap_rows = 0: the GEMM core's kBandRows
-// (static_assert in gemm_tasks.cuh).
-inline constexpr int32_t kDefaultBandMBlocks = 8;
+// m-blocks per GEMM band when LayerConfig::overlap_rows = 0. Taller than the GEMM core's
+// kBandRows (8): an expert of up to 16 m-blocks (2048 rows: deepseek-v3, mixtral) is one band,
+// so each of its weight panels is read from HBM once instead of twice — 0.9–1.7 % off those
+// forwards at the power cap (docs/PERF.md, session 19); experts of ≤ 8 m-blocks are one band
+// either way.
+inline constexpr int32_t kDefaultBandMBlocks = 16;
 
 // CTAs of a rank slice of `slice_size` CTAs that run only dispatch and weighted-sum tasks, for
 // LayerParams::comm_ctas_per_rank requested. At least one CTA is left for the GEMM tasks, so a
