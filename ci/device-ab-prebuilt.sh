@@ -10,7 +10,7 @@ source ci/device-env.sh
 bin=${AB_BIN:-.abbin}
 names=${AB_NAMES:?}
 first=${names%% *}
-export LD_LIBRARY_PATH=$PWD/$bin/lib:$LD_LIBRARY_PATH
+export LD_LIBRARY_PATH=$PWD/$bin/lib:/usr/local/cuda/lib64:$LD_LIBRARY_PATH
 chmod +x "$bin"/*/detmoe* 2>/dev/null
 mkdir -p build-device && cp "$bin/$first/detmoe" build-device/detmoe
 step "tests of $first"
