@@ -10,7 +10,8 @@ source ci/device-env.sh
 bin=${AB_BIN:-.abbin}
 names=${AB_NAMES:?}
 first=${names%% *}
-export LD_LIBRARY_PATH=$PWD/$bin/lib:/usr/local/cuda/lib64:$LD_LIBRARY_PATH
+export LD_LIBRARY_PATH=$PWD/$bin/lib:$LD_LIBRARY_PATH
+export DETMOE_SOURCE_DIR=$PWD  # the tests read this tree's golden cases, not the build's
 chmod +x "$bin"/*/detmoe* 2>/dev/null
 mkdir -p build-device && cp "$bin/$first/detmoe" build-device/detmoe
 step "tests of $first"

@@ -8,7 +8,7 @@
 source "$(dirname "$0")/device-call.sh"
 source ci/device-env.sh
 bin=${GEMM_BIN:?}
-export LD_LIBRARY_PATH=$PWD/$bin/../lib:/usr/local/cuda/lib64:$LD_LIBRARY_PATH
+export LD_LIBRARY_PATH=$PWD/$bin/../lib:$LD_LIBRARY_PATH
 chmod +x "$bin"/detmoe_* 2>/dev/null
 step "tests ${GEMM_TESTS:?}"
 timeout 60 "$bin/detmoe_gemm_test" --gtest_filter="$GEMM_TESTS" >"$OUT/named-tests.log" 2>&1
