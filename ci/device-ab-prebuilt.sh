@@ -38,6 +38,19 @@ for b in json.load(open(sys.argv[1]))["benchmarks"]:
 ' "$OUT/ab-$name-$round.json" 2>&1)"
   done
 done
+# AB_REF=1: the reference timed once with the same arguments, so ref / mk ratios come from the
+# same call (issue 19 and 18 measure against it).
+if [ -n "${AB_REF:-}" ] && [ "$(left)" -gt 70 ]; then
+  step "reference ($(left) s left)"
+  timeout $(( $(left) - 30 )) "$bin/$first/detmoe_perf_layer" --impls=reference --routings=balanced \
+    --shapes="${AB_SHAPES:-deepseek-v3,mixtral-8x7b,qwen3-30b-a3b,gpt-oss-120b}" --timed=20 ${AB_BENCH_ARGS:-} \
+    --benchmark_out="$OUT/ab-reference.json" --benchmark_out_format=json >"$OUT/ab-reference.log" 2>&1
+  echo "exit $?: $(python3 -c '
+import json, sys
+for b in json.load(open(sys.argv[1]))["benchmarks"]:
+    print(b["name"].split("/iterations")[0], "%.3f" % b["median_ms"], "%.3f" % b.get("joules_per_step", 0), end="  |  ")
+' "$OUT/ab-reference.json" 2>&1)"
+fi
 if [ -n "${TRACE_SHAPES:-}" ] && [ "$(left)" -gt 25 ]; then
   step "trace of $first ($(left) s left)"
   timeout $(( $(left) - 5 )) "$bin/$first/detmoe_perf_layer" --impls=megakernel --routings=balanced --shapes="$TRACE_SHAPES" \
