@@ -14,7 +14,7 @@
 
 namespace detmoe::mk {
 
-static_assert(kDefaultBandMBlocks == Cfg::kBandRows, "overlap_rows = 0 keeps the GEMM core's band order");
+static_assert(kDefaultBandMBlocks == Cfg::kBandRows, "overlap_rows = 0 keeps the GEMM core's band order backward");
 
 struct GemmTask : TileWork {
   // Dependency: the producer waits for *wait ≥ wait_target before loading (null: none).
@@ -83,7 +83,7 @@ DETMOE_DEVICE GemmTask describe_gemm_task(const LayerParams& p, const Task& task
     const int32_t e_mblock0 = __ldcg(p.ws.mblock_offset + e);
     const int32_t e_mblocks = __ldcg(p.ws.mblock_offset + e + 1) - e_mblock0;
     const gemm::BandCoords bc = gemm::balanced_band_coords(
-        task.index - (e_mblock0 - list.mblock_first()) * n_blocks, e_mblocks, n_blocks, p.band_mblocks);
+        task.index - (e_mblock0 - list.mblock_first()) * n_blocks, e_mblocks, n_blocks, p.fwd_band_mblocks);
     row_block = e_mblock0 - list.mblock_first() + bc.m_block;
     col0 = bc.n_block * width;
     g.tile.col0 = col0;
@@ -122,7 +122,7 @@ DETMOE_DEVICE GemmTask describe_gemm_task(const LayerParams& p, const Task& task
       g.wait_site = {task.id, CounterKind::kGemm1Done, static_cast<uint32_t>(r), row_block};
     }
   } else {
-    const gemm::BandCoords bc = gemm::band_coords(task.index, p.token_mblocks, n_blocks, p.band_mblocks);
+    const gemm::BandCoords bc = gemm::band_coords(task.index, p.token_mblocks, n_blocks, p.fwd_band_mblocks);
     row_block = bc.m_block;
     col0 = bc.n_block * width;
     g.tile.col0 = col0;

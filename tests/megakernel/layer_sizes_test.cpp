@@ -234,11 +234,14 @@ TEST(LayerSchedule, PlanChunkTokensFillTheGridInOneWave) {
 // LayerConfig::overlap_rows → m-blocks per GEMM band (LayerParams::band_mblocks).
 TEST(LayerSchedule, BandMBlocksFollowOverlapRows) {
   LayerConfig c;
-  EXPECT_EQ(band_mblocks(c), kDefaultBandMBlocks);  // 0: the GEMM core's band
+  EXPECT_EQ(band_mblocks(c), kDefaultBandMBlocks);  // 0: the GEMM core's band backward
+  EXPECT_EQ(forward_band_mblocks(c), kDefaultForwardBandMBlocks);  // and whole 2048-row experts forward
+  EXPECT_EQ(kDefaultForwardBandMBlocks, 16);
   for (auto [rows, mblocks] : {std::pair{1, 1}, std::pair{64, 1}, std::pair{127, 1}, std::pair{128, 1},
                                std::pair{256, 2}, std::pair{300, 2}, std::pair{1024, 8}, std::pair{4096, 32}}) {
     c.overlap_rows = rows;
     EXPECT_EQ(band_mblocks(c), mblocks) << "overlap_rows " << rows;
+    EXPECT_EQ(forward_band_mblocks(c), mblocks) << "overlap_rows " << rows;  // a set value holds both ways
   }
 }
 
