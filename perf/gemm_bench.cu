@@ -219,6 +219,27 @@ std::vector<int32_t> balanced_counts(const ModelShape& m) {
   return counts;
 }
 
+// The token behind each expert-ordered row of balanced routing (rows sorted by expert, tokens in
+// order inside an expert): the gather indices of an up-projection that reads x in place.
+std::vector<int32_t> balanced_row_tokens(const ModelShape& m) {
+  detmoe::Shape shape;
+  shape.T = m.T;
+  shape.H = m.H;
+  shape.F = m.F;
+  shape.E = m.E;
+  shape.k = m.k;
+  detmoe::RoutingSpec spec;
+  spec.kind = detmoe::RoutingKind::kBalanced;
+  auto routing = detmoe::generate_routing(shape, spec, /*seed=*/2024);
+  if (!routing.ok()) die(routing.status().to_string());
+  std::vector<std::vector<int32_t>> per_expert(static_cast<size_t>(m.E));
+  for (size_t i = 0; i < routing->topk_idx.size(); ++i)
+    per_expert[static_cast<size_t>(routing->topk_idx[i])].push_back(static_cast<int32_t>(i / static_cast<size_t>(m.k)));
+  std::vector<int32_t> tokens;
+  for (const auto& e : per_expert) tokens.insert(tokens.end(), e.begin(), e.end());
+  return tokens;
+}
+
 struct GroupedCase {
   std::string name;  // <shape>_<gemm>
   ModelShape shape;
@@ -228,7 +249,8 @@ struct GroupedCase {
   bool baseline = true;  // also timed by gemm_grouped_torch.py (which only writes bf16)
 };
 
-void bench_grouped(benchmark::State& state, const GroupedCase& gc, const std::vector<int32_t>& counts) {
+void bench_grouped(benchmark::State& state, const GroupedCase& gc, const std::vector<int32_t>& counts,
+                   bool gather_a = false) {
   const int64_t groups = static_cast<int64_t>(counts.size());
   std::vector<int32_t> offsets{0};
   for (int32_t c : counts) offsets.push_back(offsets.back() + c);
@@ -243,7 +265,22 @@ void bench_grouped(benchmark::State& state, const GroupedCase& gc, const std::ve
   fill_normal(b.p, b_elems, 4);
   check(cudaMemcpy(off.p, offsets.data(), offsets.size() * 4, cudaMemcpyHostToDevice), "offsets");
   const double flops = 2.0 * rows * gc.n * (wgrad ? gc.m : gc.k);
+  // gather_a: A read in place from x [T, K] through the balanced routing's row tokens
+  // (GroupedGemm::a_gather) instead of an expert-ordered copy.
+  std::unique_ptr<Device> x, index;
+  if (gather_a) {
+    const std::vector<int32_t> tokens = balanced_row_tokens(gc.shape);
+    if (static_cast<int64_t>(tokens.size()) != rows) die("gather rows differ from the counts");
+    x = std::make_unique<Device>(gc.shape.T * gc.k * 2);
+    fill_normal(x->p, gc.shape.T * gc.k, 3);
+    index = std::make_unique<Device>(tokens.size() * 4);
+    check(cudaMemcpy(index->p, tokens.data(), tokens.size() * 4, cudaMemcpyHostToDevice), "gather indices");
+  }
   GroupedGemm g;
+  if (gather_a) {
+    g.a_gather = static_cast<const int32_t*>(index->p);
+    g.a_source_rows = gc.shape.T;
+  }
   g.layout = gc.layout;
   g.epilogue = gc.epilogue;
   g.rows = rows;
@@ -252,7 +289,7 @@ void bench_grouped(benchmark::State& state, const GroupedCase& gc, const std::ve
   g.k = gc.k;
   g.groups = static_cast<int32_t>(groups);
   g.group_offsets = static_cast<const int32_t*>(off.p);
-  g.a = a.p;
+  g.a = gather_a ? x->p : a.p;
   g.b = b.p;
   g.c = c.p;
   time_gemm_core(state, flops, g);
@@ -366,6 +403,12 @@ int main(int argc, char** argv) {
         ->Iterations(kTimedLaunches)
         ->Unit(benchmark::kMillisecond);
     if (gc.layout != Layout::kForward) continue;
+    if (gc.name.find("_up_") != std::string::npos)
+      benchmark::RegisterBenchmark(("gemm/grouped/" + gc.name + "/ours_gather_a").c_str(),
+                                   [gc, cnt](benchmark::State& st) { bench_grouped(st, gc, cnt, true); })
+          ->UseManualTime()
+          ->Iterations(kTimedLaunches)
+          ->Unit(benchmark::kMillisecond);
     benchmark::RegisterBenchmark(("gemm/grouped/" + gc.name + "/cublas_per_expert").c_str(),
                                  [gc, cnt](benchmark::State& st) { bench_grouped_cublas(st, gc, cnt); })
         ->UseManualTime()

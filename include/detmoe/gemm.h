@@ -62,6 +62,13 @@ struct GroupedGemm {
   const float* row_scale = nullptr;  // kRowScaleBF16: device [rows], indexed by C's row
   void* h = nullptr;                 // kSwiGLU: optional bf16 [rows, N] pre-activation
   int64_t ldh = 0;
+  // kForward only, experimental (session 19: can one 2-D TMA per row gather A on sm_90?). When
+  // set, row r of A is row a_gather[r] of `a`, a [a_source_rows, K] buffer (lda its pitch): the
+  // producer warp loads each of a tile's 128 rows with its own TMA box {64, 1} into the swizzled
+  // stage, so the expert-ordered copy of the rows need not exist. An index outside
+  // [0, a_source_rows) reads zeros. Same values in the same order as the contiguous A: same bits.
+  const int32_t* a_gather = nullptr;
+  int64_t a_source_rows = 0;
   // CTAs of the persistent grid; 0 = one per SM. Changes speed, never bits (tests use it).
   int32_t grid_ctas = 0;
 };

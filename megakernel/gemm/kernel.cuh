@@ -48,6 +48,48 @@ DETMOE_DEVICE void run_producer(const CUtensorMap* map_a, const CUtensorMap* map
   }
 }
 
+// kForward with a gathered A (KernelParams::a_gather), run by the whole producer warp: each lane
+// holds the source rows of 4 of the tile's 128 rows and issues their boxes {64, 1} into the
+// swizzled stage at row·128 B, which must land as the one-box load would (the 128-byte swizzle
+// XORs a row's 16-byte chunks with the shared-memory address bits 7–9, and stages are 1024-byte
+// aligned) — the GEMM tests compare it bit for bit with the contiguous A. Lane 0 waits for the
+// stage, announces its bytes and loads B as run_producer does.
+template <class Cfg>
+DETMOE_DEVICE void run_producer_gather(const CUtensorMap* map_a, const CUtensorMap* map_b, const KernelParams& p,
+                                       const SmemLayout<Cfg>& smem, const Pipeline<Cfg>& pipe) {
+  static_assert(Cfg::kBlockM == 128, "4 rows per lane");
+  const uint32_t lane = ptx::lane_id();
+  if (lane == 0) {
+    ptx::prefetch_tensor_map(map_a);
+    ptx::prefetch_tensor_map(map_b);
+  }
+  TileScheduler<Layout::kForward, Cfg> scheduler(p);
+  PipelineState<Cfg::kStages> st;
+  Tile tile;
+  while (scheduler.next(tile)) {
+    RaggedCoords src[4];  // (0, source row + 1), or (1, 0): outside the box dimension, zeros
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int32_t row = tile.rows_begin + tile.m0 + static_cast<int32_t>(lane) + 32 * i;
+      const int32_t s = row < tile.rows_end ? __ldg(p.a_gather + row) : -1;
+      src[i] = s >= 0 && s < p.a_source_rows ? RaggedCoords{0, s + 1} : RaggedCoords{1, 0};
+    }
+    const int32_t b_row = tile.group * p.n + tile.n0;
+    const RaggedCoords rb = ragged_coords(b_row, (tile.group + 1) * p.n, Cfg::kBlockN);
+    for (int32_t kb = 0; kb < tile.k_blocks; ++kb) {
+      const int32_t k0 = kb * Cfg::kBlockK;
+      if (lane == 0) pipe.producer_acquire(st, SmemLayout<Cfg>::kStageBytes);
+      __syncwarp();
+      uint8_t* a = smem.a_stage(st.stage);
+#pragma unroll
+      for (int i = 0; i < 4; ++i)
+        ptx::tma_load_3d(a + (lane + 32 * i) * 128, map_a, pipe.full + st.stage, k0, src[i].y, src[i].z);
+      if (lane == 0) ptx::tma_load_3d(smem.b_stage(st.stage), map_b, pipe.full + st.stage, k0, rb.y, rb.z);
+      st.advance();
+    }
+  }
+}
+
 // The consumer mainloop skeleton: k_blocks stages, each waited for, handed to
 // `issue(stage, first)` (which issues the stage's wgmmas; `first`: the tile's first k-block, whose
 // first k16 step overwrites the accumulators) and released as soon as the wgmmas reading it have
@@ -149,7 +191,15 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   const int warpgroup = static_cast<int>(ptx::warp_id_uniform() / 4);
   if (warpgroup == 0) {
     ptx::setmaxnreg_dec<Cfg::kProducerRegisters>();
-    if (threadIdx.x == 0) run_producer<kLayout, Cfg>(&map_a, &map_b, p, smem, pipe);
+    if constexpr (kLayout == Layout::kForward) {
+      if (p.a_gather != nullptr) {
+        if (threadIdx.x < 32) run_producer_gather<Cfg>(&map_a, &map_b, p, smem, pipe);
+      } else if (threadIdx.x == 0) {
+        run_producer<kLayout, Cfg>(&map_a, &map_b, p, smem, pipe);
+      }
+    } else if (threadIdx.x == 0) {
+      run_producer<kLayout, Cfg>(&map_a, &map_b, p, smem, pipe);
+    }
   } else {
     ptx::setmaxnreg_inc<Cfg::kConsumerRegisters>();
     run_consumer<kLayout, Epi, Cfg>(warpgroup - 1, &map_c, &map_h, p, smem, pipe);

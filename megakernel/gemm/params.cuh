@@ -17,6 +17,8 @@ struct KernelParams {
   int32_t out_cols;        // columns of C (N, or N/2 after SwiGLU)
   const float* row_scale;  // kRowScaleBF16
   int32_t store_h;         // kSwiGLU: also store the bf16 pre-activation
+  const int32_t* a_gather;  // kForward: row r of A is source row a_gather[r] (nullptr: contiguous)
+  int32_t a_source_rows;
 };
 
 }  // namespace detmoe::gemm

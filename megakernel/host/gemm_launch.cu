@@ -63,9 +63,11 @@ StatusOr<Maps> make_maps(const GroupedGemm& g) {
   if (inputs_used) {
     switch (g.layout) {
       case Layout::kForward:
-        a = view(g.a, g.rows, g.k, g.lda);
+        // Gathered A: one row per box (ragged map of box height 1: (y, z) = (0, s + 1) is row s,
+        // y = 1 lies outside the box dimension and reads zeros).
+        a = g.a_gather != nullptr ? view(g.a, g.a_source_rows, g.k, g.lda) : view(g.a, g.rows, g.k, g.lda);
         b = view(g.b, int64_t{g.groups} * g.n, g.k, g.ldb);
-        a_box_rows = Cfg::kBlockM;
+        a_box_rows = g.a_gather != nullptr ? 1 : Cfg::kBlockM;
         b_box_rows = Cfg::kBlockN;
         break;
       case Layout::kDataGrad:
@@ -132,6 +134,8 @@ Status run(const GroupedGemm& g, cudaStream_t stream) {
   p.out_cols = static_cast<int32_t>(g.epilogue == Epilogue::kSwiGLU ? g.n / 2 : g.n);
   p.row_scale = g.row_scale;
   p.store_h = g.epilogue == Epilogue::kSwiGLU && g.h != nullptr ? 1 : 0;
+  p.a_gather = g.a_gather;
+  p.a_source_rows = static_cast<int32_t>(g.a_source_rows);
   const int grid = g.grid_ctas > 0 ? g.grid_ctas : info->sms;
 
   switch (g.layout) {

@@ -75,6 +75,11 @@ Status validate(const GroupedGemm& g) {
   if (swiglu && !forward)
     return invalid_argument(std::string("gemm: the swiglu epilogue needs the forward layout, not ") + to_string(g.layout));
   if (row_scale && wgrad) return invalid_argument("gemm: the row-scale-bf16 epilogue is not defined for weight-grad");
+  if (g.a_gather != nullptr && !forward)
+    return invalid_argument(std::string("gemm: a_gather needs the forward layout, not ") + to_string(g.layout));
+  if (g.a_gather != nullptr && (g.a_source_rows < 1 || g.a_source_rows > kMaxIndex))
+    return invalid_argument("gemm: a_source_rows = " + str(g.a_source_rows) + " must be in [1, " + str(kMaxIndex) +
+                            "] with a_gather");
 
   DETMOE_RETURN_IF_ERROR(check_dim("rows", g.rows));
   DETMOE_RETURN_IF_ERROR(check_dim("n", g.n));
