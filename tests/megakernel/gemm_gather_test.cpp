@@ -86,9 +86,20 @@ TEST(GemmGatherA, SameBitsAsTheContiguousRows) {
       {{1, 0, 127, 129, 300}, 256, 192, 1000, Epilogue::kStoreBF16},
       {{77, 256, 5}, 512, 1024, 97, Epilogue::kStoreFP32},
       {{2048, 2048}, 256, 512, 4096, Epilogue::kStoreBF16},
+      // More tiles than CTAs: the stage ring wraps across tiles of one CTA.
+      {std::vector<int32_t>(16, 1000), 512, 2048, 16384, Epilogue::kStoreBF16},
   };
   uint64_t seed = 41;
   for (const GatherCase& gc : cases) check_gather(gc, seed += 10);
+}
+
+// qwen3-30b-a3b's up-projection at full size (128 experts × 1024 rows, K = 2048, N = 1536, x of
+// 16384 rows): 6144 tiles, so each CTA walks ~47 tiles and the stage ring wraps across tiles —
+// the small cases above give every CTA at most one tile. Session 20's benchmark of this shape
+// faulted in warm-up; this runs the same sizes through the test's checks.
+TEST(GemmGatherA, FullSizeUpProjectionSameBits) {
+  DETMOE_REQUIRE_GPU();
+  check_gather({std::vector<int32_t>(128, 1024), 1536, 2048, 16384, Epilogue::kStoreBF16}, 97);
 }
 
 TEST(GemmGatherA, OnlyTheForwardLayoutGathers) {
