@@ -280,6 +280,8 @@ void bench_grouped(benchmark::State& state, const GroupedCase& gc, const std::ve
   if (gather_a) {
     g.a_gather = static_cast<const int32_t*>(index->p);
     g.a_source_rows = gc.shape.T;
+    const char* mode = std::getenv("DETMOE_GATHER_MODE");  // diagnostic issue form (GroupedGemm::a_gather_mode)
+    g.a_gather_mode = mode == nullptr ? 0 : std::atoi(mode);
   }
   g.layout = gc.layout;
   g.epilogue = gc.epilogue;

@@ -69,6 +69,10 @@ struct GroupedGemm {
   // [0, a_source_rows) reads zeros. Same values in the same order as the contiguous A: same bits.
   const int32_t* a_gather = nullptr;
   int64_t a_source_rows = 0;
+  // Diagnostic issue forms of the gathered loads (session 21, locating a fault): bit 0 = one
+  // thread issues all 128 row boxes (else each lane its 4), bit 1 = plain 2-D row map (else the
+  // ragged 3-D map of box height 1).
+  int32_t a_gather_mode = 0;
   // CTAs of the persistent grid; 0 = one per SM. Changes speed, never bits (tests use it).
   int32_t grid_ctas = 0;
 };

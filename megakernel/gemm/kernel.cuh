@@ -66,13 +66,19 @@ DETMOE_DEVICE void run_producer_gather(const CUtensorMap* map_a, const CUtensorM
   TileScheduler<Layout::kForward, Cfg> scheduler(p);
   PipelineState<Cfg::kStages> st;
   Tile tile;
+  const bool single = (p.a_gather_mode & 1) != 0;
+  const bool plain = (p.a_gather_mode & 2) != 0;
   while (scheduler.next(tile)) {
-    RaggedCoords src[4];  // (0, source row + 1), or (1, 0): outside the box dimension, zeros
+    RaggedCoords src[4];  // ragged: (0, source row + 1), or (1, 0) outside; plain: (source row or rows, 0)
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
       const int32_t row = tile.rows_begin + tile.m0 + static_cast<int32_t>(lane) + 32 * i;
       const int32_t s = row < tile.rows_end ? __ldg(p.a_gather + row) : -1;
-      src[i] = s >= 0 && s < p.a_source_rows ? RaggedCoords{0, s + 1} : RaggedCoords{1, 0};
+      const bool in = s >= 0 && s < p.a_source_rows;
+      if (plain)
+        src[i] = RaggedCoords{in ? s : p.a_source_rows, 0};
+      else
+        src[i] = in ? RaggedCoords{0, s + 1} : RaggedCoords{1, 0};
     }
     const int32_t b_row = tile.group * p.n + tile.n0;
     const RaggedCoords rb = ragged_coords(b_row, (tile.group + 1) * p.n, Cfg::kBlockN);
@@ -81,9 +87,30 @@ DETMOE_DEVICE void run_producer_gather(const CUtensorMap* map_a, const CUtensorM
       if (lane == 0) pipe.producer_acquire(st, SmemLayout<Cfg>::kStageBytes);
       __syncwarp();
       uint8_t* a = smem.a_stage(st.stage);
+      if (single) {
 #pragma unroll
-      for (int i = 0; i < 4; ++i)
-        ptx::tma_load_3d(a + (lane + 32 * i) * 128, map_a, pipe.full + st.stage, k0, src[i].y, src[i].z);
+        for (int i = 0; i < 4; ++i) {
+#pragma unroll 1
+          for (int l = 0; l < 32; ++l) {
+            const int32_t y = __shfl_sync(0xffffffffu, src[i].y, l);
+            const int32_t z = __shfl_sync(0xffffffffu, src[i].z, l);
+            if (lane == 0) {
+              if (plain)
+                ptx::tma_load_2d(a + (l + 32 * i) * 128, map_a, pipe.full + st.stage, k0, y);
+              else
+                ptx::tma_load_3d(a + (l + 32 * i) * 128, map_a, pipe.full + st.stage, k0, y, z);
+            }
+          }
+        }
+      } else {
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          if (plain)
+            ptx::tma_load_2d(a + (lane + 32 * i) * 128, map_a, pipe.full + st.stage, k0, src[i].y);
+          else
+            ptx::tma_load_3d(a + (lane + 32 * i) * 128, map_a, pipe.full + st.stage, k0, src[i].y, src[i].z);
+        }
+      }
       if (lane == 0) ptx::tma_load_3d(smem.b_stage(st.stage), map_b, pipe.full + st.stage, k0, rb.y, rb.z);
       st.advance();
     }

@@ -19,6 +19,7 @@ struct KernelParams {
   int32_t store_h;         // kSwiGLU: also store the bf16 pre-activation
   const int32_t* a_gather;  // kForward: row r of A is source row a_gather[r] (nullptr: contiguous)
   int32_t a_source_rows;
+  int32_t a_gather_mode;    // experimental issue forms, see GroupedGemm::a_gather_mode
 };
 
 }  // namespace detmoe::gemm

@@ -81,7 +81,8 @@ StatusOr<Maps> make_maps(const GroupedGemm& g) {
         break;
     }
   }
-  auto ma = host::encode_ragged_map(a, 64, a_box_rows);
+  auto ma = g.a_gather != nullptr && (g.a_gather_mode & 2) != 0 && inputs_used ? host::encode_row_map(a, 64)
+                                                                                : host::encode_ragged_map(a, 64, a_box_rows);
   if (!ma.ok()) return ma.status();
   auto mb = host::encode_ragged_map(b, 64, b_box_rows);
   if (!mb.ok()) return mb.status();
@@ -136,6 +137,7 @@ Status run(const GroupedGemm& g, cudaStream_t stream) {
   p.store_h = g.epilogue == Epilogue::kSwiGLU && g.h != nullptr ? 1 : 0;
   p.a_gather = g.a_gather;
   p.a_source_rows = static_cast<int32_t>(g.a_source_rows);
+  p.a_gather_mode = g.a_gather_mode;
   const int grid = g.grid_ctas > 0 ? g.grid_ctas : info->sms;
 
   switch (g.layout) {

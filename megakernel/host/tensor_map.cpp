@@ -60,4 +60,22 @@ StatusOr<CUtensorMap> encode_ragged_map(const MatrixView& m, int box_cols, int b
   return map;
 }
 
+StatusOr<CUtensorMap> encode_row_map(const MatrixView& m, int box_cols) {
+  const Encoder& enc = encoder();
+  if (!enc.status.ok()) return enc.status;
+  const int64_t element = m.type == ElementType::kBF16 ? 2 : 4;
+  const cuuint64_t dims[2] = {static_cast<cuuint64_t>(m.cols), static_cast<cuuint64_t>(m.rows)};
+  const cuuint64_t strides[1] = {static_cast<cuuint64_t>(m.pitch * element)};
+  const cuuint32_t box[2] = {static_cast<cuuint32_t>(box_cols), 1};
+  const cuuint32_t element_strides[2] = {1, 1};
+  CUtensorMap map{};
+  const CUresult r = enc.fn(&map, m.type == ElementType::kBF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
+                            2, const_cast<void*>(m.base), dims, strides, box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                            CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS)
+    return Status(ErrorCode::kCudaError, "cuTensorMapEncodeTiled failed with CUresult " + std::to_string(static_cast<int>(r)) +
+                                             " for a row map of [" + std::to_string(m.rows) + ", " + std::to_string(m.cols) + "]");
+  return map;
+}
+
 }  // namespace detmoe::gemm::host

@@ -24,4 +24,8 @@ struct MatrixView {
 // libcuda directly.
 StatusOr<CUtensorMap> encode_ragged_map(const MatrixView& m, int box_cols, int box_rows);
 
+// A plain 2-D map {cols, rows} with boxes of box_cols × 1 row, 128-byte swizzle: row `rows` (or
+// any row past the end) reads zeros. Experimental: the gathered-A producer's second form.
+StatusOr<CUtensorMap> encode_row_map(const MatrixView& m, int box_cols);
+
 }  // namespace detmoe::gemm::host

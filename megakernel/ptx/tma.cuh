@@ -24,6 +24,15 @@ DETMOE_DEVICE void tma_load_3d(void* dst, const CUtensorMap* map, uint64_t* bar,
       : "memory");
 }
 
+// 2-D tile load into shared memory, completing on `bar` (see tma_load_3d).
+DETMOE_DEVICE void tma_load_2d(void* dst, const CUtensorMap* map, uint64_t* bar, int32_t c0, int32_t c1) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4}], [%2];" ::"r"(
+          smem_u32(dst)),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(smem_u32(bar)), "r"(c0), "r"(c1)
+      : "memory");
+}
+
 // 3-D tile store from shared memory; out-of-bounds elements are not written.
 DETMOE_DEVICE void tma_store_3d(const CUtensorMap* map, uint32_t src_smem_addr, int32_t c0, int32_t c1, int32_t c2) {
   asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group [%0, {%2, %3, %4}], [%1];" ::"l"(
