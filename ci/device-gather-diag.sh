@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Session 21: locate the gathered-A fault. Each GemmGatherA case runs in its own process (a
 # fault is sticky) under each issue form of GroupedGemm::a_gather_mode (bit 0: one thread
-# issues the 128 row boxes; bit 1: plain 2-D row map), then qwen3's up-projection benchmark
+# issues the 128 row boxes; bit 1: plain 2-D row map; 4: cp.async by the producer warpgroup), then qwen3's up-projection benchmark
 # (contiguous vs gathered) under each form that passed the multi-tile case.
 #   OUT=dir GEMM_BIN=.abbin/gather MODES='0 1 2 3' bash ci/device-gather-diag.sh   (carry .devdeps .abbin)
 source "$(dirname "$0")/device-call.sh"
@@ -11,7 +11,7 @@ export LD_LIBRARY_PATH=$PWD/$bin/../lib:$LD_LIBRARY_PATH
 chmod +x "$bin"/detmoe_* 2>/dev/null
 cases=$("$bin/detmoe_gemm_test" --gtest_list_tests --gtest_filter='GemmGatherA/*:GemmGatherA.*' | awk '/^[^ ]/{s=$1} /^  /{print s $1}')
 passed_modes=""
-for mode in ${MODES:-0 1 2 3}; do
+for mode in ${MODES:-4 0 1 2 3}; do
   step "mode $mode ($(left) s left)"
   ok_many=1
   for c in $cases; do

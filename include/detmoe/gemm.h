@@ -71,7 +71,8 @@ struct GroupedGemm {
   int64_t a_source_rows = 0;
   // Diagnostic issue forms of the gathered loads (session 21, locating a fault): bit 0 = one
   // thread issues all 128 row boxes (else each lane its 4), bit 1 = plain 2-D row map (else the
-  // ragged 3-D map of box height 1).
+  // ragged 3-D map of box height 1); bit 2 = the whole producer warpgroup gathers with cp.async
+  // (one row per thread, 16-byte pieces into the swizzled stage; bits 0 and 1 then unused).
   int32_t a_gather_mode = 0;
   // CTAs of the persistent grid; 0 = one per SM. Changes speed, never bits (tests use it).
   int32_t grid_ctas = 0;

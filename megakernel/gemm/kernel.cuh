@@ -23,6 +23,7 @@
 #include "megakernel/gemm/smem_layout.cuh"
 #include "megakernel/gemm/tile_config.cuh"
 #include "megakernel/ptx/common.cuh"
+#include "megakernel/ptx/cp_async.cuh"
 #include "megakernel/ptx/tma.cuh"
 #include "megakernel/ptx/wgmma.cuh"
 
@@ -114,6 +115,62 @@ DETMOE_DEVICE void run_producer_gather(const CUtensorMap* map_a, const CUtensorM
       if (lane == 0) ptx::tma_load_3d(smem.b_stage(st.stage), map_b, pipe.full + st.stage, k0, rb.y, rb.z);
       st.advance();
     }
+  }
+}
+
+// kForward with a gathered A read by cp.async (KernelParams::a_gather_mode bit 2): each of the
+// producer warpgroup's 128 threads owns one row of the A stage and copies its 8 pieces of 16
+// bytes to where the 128-byte-swizzled TMA box would put them (piece c of row r at
+// r·128 + ((c ^ (r mod 8))·16); stages are 1024-byte aligned). A thread announces a stage on its
+// full barrier once its copies have landed (wait_group, then the proxy fence: wgmma reads through
+// the async proxy), one stage behind its issue so that two stages' copies are in flight; the
+// full barrier counts 1 + 128 arrivals. Thread 0 also announces and loads B with TMA.
+template <class Cfg>
+DETMOE_DEVICE void run_producer_gather_cp(const CUtensorMap* map_b, const KernelParams& p, const SmemLayout<Cfg>& smem,
+                                          const Pipeline<Cfg>& pipe) {
+  static_assert(Cfg::kBlockM == 128 && Cfg::kBlockK == 64, "one 128-byte row per thread");
+  const int32_t r = static_cast<int32_t>(threadIdx.x);
+  if (r == 0) ptx::prefetch_tensor_map(map_b);
+  TileScheduler<Layout::kForward, Cfg> scheduler(p);
+  PipelineState<Cfg::kStages> st;
+  Tile tile;
+  int32_t pending = -1;  // the stage whose copies this thread issued last, not yet announced
+  while (scheduler.next(tile)) {
+    const int32_t row = tile.rows_begin + tile.m0 + r;
+    const int32_t s = row < tile.rows_end ? __ldg(p.a_gather + row) : -1;
+    const bool in = s >= 0 && s < p.a_source_rows;
+    const uint16_t* src = p.a_rows + (in ? static_cast<int64_t>(s) * p.a_lda : 0);
+    const int32_t b_row = tile.group * p.n + tile.n0;
+    const RaggedCoords rb = ragged_coords(b_row, (tile.group + 1) * p.n, Cfg::kBlockN);
+    for (int32_t kb = 0; kb < tile.k_blocks; ++kb) {
+      const int32_t k0 = kb * Cfg::kBlockK;
+      ptx::mbarrier_wait_parity(pipe.empty + st.stage, st.phase ^ 1u);
+      if (r == 0) {
+        ptx::mbarrier_arrive_expect_tx(pipe.full + st.stage, SmemLayout<Cfg>::kBTileBytes);
+        ptx::tma_load_3d(smem.b_stage(st.stage), map_b, pipe.full + st.stage, k0, rb.y, rb.z);
+      }
+      const uint32_t dst = ptx::smem_u32(smem.a_stage(st.stage)) + static_cast<uint32_t>(r) * 128u;
+#pragma unroll
+      for (int c = 0; c < 8; ++c) {
+        const int32_t col = k0 + 8 * c;
+        const bool load = in && col < p.k;
+        ptx::cp_async_16(dst + ((static_cast<uint32_t>(c) ^ (static_cast<uint32_t>(r) & 7u)) << 4),
+                         load ? static_cast<const void*>(src + col) : static_cast<const void*>(p.a_rows), load ? 16u : 0u);
+      }
+      ptx::cp_async_commit_group();
+      if (pending >= 0) {
+        ptx::cp_async_wait_group<1>();
+        ptx::fence_proxy_async_shared();
+        ptx::mbarrier_arrive(pipe.full + pending);
+      }
+      pending = st.stage;
+      st.advance();
+    }
+  }
+  if (pending >= 0) {
+    ptx::cp_async_wait_group<0>();
+    ptx::fence_proxy_async_shared();
+    ptx::mbarrier_arrive(pipe.full + pending);
   }
 }
 
@@ -212,14 +269,17 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   extern __shared__ uint8_t smem_raw[];
   const SmemLayout<Cfg> smem = SmemLayout<Cfg>::from_dynamic(smem_raw);
   const Pipeline<Cfg> pipe{smem.full_barriers(), smem.empty_barriers()};
-  if (threadIdx.x == 0) pipe.init();
+  const bool gather_cp = kLayout == Layout::kForward && p.a_gather != nullptr && (p.a_gather_mode & 4) != 0;
+  if (threadIdx.x == 0) pipe.init(gather_cp ? 1u + 128u : 1u);
   __syncthreads();
 
   const int warpgroup = static_cast<int>(ptx::warp_id_uniform() / 4);
   if (warpgroup == 0) {
     ptx::setmaxnreg_dec<Cfg::kProducerRegisters>();
     if constexpr (kLayout == Layout::kForward) {
-      if (p.a_gather != nullptr) {
+      if (gather_cp) {
+        run_producer_gather_cp<Cfg>(&map_b, p, smem, pipe);
+      } else if (p.a_gather != nullptr) {
         if (threadIdx.x < 32) run_producer_gather<Cfg>(&map_a, &map_b, p, smem, pipe);
       } else if (threadIdx.x == 0) {
         run_producer<kLayout, Cfg>(&map_a, &map_b, p, smem, pipe);

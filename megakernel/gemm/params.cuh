@@ -19,7 +19,9 @@ struct KernelParams {
   int32_t store_h;         // kSwiGLU: also store the bf16 pre-activation
   const int32_t* a_gather;  // kForward: row r of A is source row a_gather[r] (nullptr: contiguous)
   int32_t a_source_rows;
-  int32_t a_gather_mode;    // experimental issue forms, see GroupedGemm::a_gather_mode
+  int32_t a_gather_mode;
+  const uint16_t* a_rows;   // the gathered source rows (a_gather_mode bit 2: read with cp.async)
+  int64_t a_lda;    // experimental issue forms, see GroupedGemm::a_gather_mode
 };
 
 }  // namespace detmoe::gemm

@@ -33,9 +33,11 @@ struct Pipeline {
   uint64_t* full;
   uint64_t* empty;
 
-  DETMOE_DEVICE void init() const {
+  // full_arrivals: 1 (the producer's arrive.expect_tx), or more when other threads also announce
+  // a stage (the cp.async gather: each of its threads once its copies have landed).
+  DETMOE_DEVICE void init(uint32_t full_arrivals = 1) const {
     for (int s = 0; s < Cfg::kStages; ++s) {
-      ptx::mbarrier_init(full + s, 1);
+      ptx::mbarrier_init(full + s, full_arrivals);
       ptx::mbarrier_init(empty + s, kEmptyArrivals);
     }
     ptx::fence_mbarrier_init();

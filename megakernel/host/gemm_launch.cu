@@ -138,6 +138,8 @@ Status run(const GroupedGemm& g, cudaStream_t stream) {
   p.a_gather = g.a_gather;
   p.a_source_rows = static_cast<int32_t>(g.a_source_rows);
   p.a_gather_mode = g.a_gather_mode;
+  p.a_rows = static_cast<const uint16_t*>(g.a);
+  p.a_lda = g.lda == 0 ? g.k : g.lda;
   const int grid = g.grid_ctas > 0 ? g.grid_ctas : info->sms;
 
   switch (g.layout) {
