@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstring>
 #include <vector>
+#include <cstdlib>
 #include <string>
 
 #include "detmoe/cuda_status.h"
@@ -129,6 +130,9 @@ Status Layer::forward(const LayerForwardArgs& args, cudaStream_t stream) {
   p.comm_ctas_per_rank = mk::comm_ctas_per_rank(m.config, sh.P);
   p.band_mblocks = mk::band_mblocks(m.config);
   p.fwd_band_mblocks = mk::forward_band_mblocks(m.config);
+  // Experimental, for measurement only (LayerParams::gather_x): no backward can follow.
+  const char* gather_env = std::getenv("DETMOE_GATHER_X");
+  p.gather_x = sh.P == 1 && gather_env != nullptr && std::string(gather_env) == "1" ? 1 : 0;
   p.timeout_ns = static_cast<long long>(m.config.spin_timeout_ms) * 1000000ll;
   p.force_timeout_task = m.options.hooks.force_timeout_task >= 0
                              ? static_cast<unsigned long long>(m.options.hooks.force_timeout_task)

@@ -57,6 +57,10 @@ Status Layer::backward(const LayerBackwardArgs& args, cudaStream_t stream) {
     mk::layout_backward_workspace(reinterpret_cast<uintptr_t>(m.backward_memory), m.sizes, m.ws);
   }
 
+  if (m.last_forward.gather_x != 0)
+    return invalid_argument(
+        "backward: the last forward ran with DETMOE_GATHER_X=1 (experimental: GEMM1 read x in place and x_recv was "
+        "not written), so there is nothing to differentiate against; unset it");
   mk::BackwardParams bp{};
   bp.f = m.last_forward;  // sizes, plan, maps, hooks and rank tensors of the forward it differentiates
   // The backward's buffers (the forward's parameters were built before they existed).

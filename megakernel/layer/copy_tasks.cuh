@@ -98,12 +98,13 @@ DETMOE_DEVICE void place_and_dispatch(const LayerParams& p, const LaunchContext&
     }
   }
   copy_barrier();
+  // (LayerParams::gather_x: no copy — GEMM1 reads the x rows in place.)
   // Each lane looks up one row's addresses (a chain of dependent loads), then the warp copies
   // its 32 rows one after another with the addresses shuffled out: the lookups' latency is paid
   // once per 32 rows. Looked up row by row, it dominated: 230–400 µs per chunk on the H200.
   const int32_t row_bytes = p.H * 2;
 #pragma unroll 1
-  for (int32_t base = warp * 32; base < pairs; base += kCopyWarps * 32) {
+  for (int32_t base = warp * 32; base < (p.gather_x ? 0 : pairs); base += kCopyWarps * 32) {
     const int32_t i = base + static_cast<int32_t>(lane);
     unsigned long long dst = 0, src = 0;
     if (i < pairs) {

@@ -2,10 +2,11 @@
 // its task graph (docs/MEGAKERNEL.md):
 //
 //   every thread        plan phases A, B, C with grid barriers (plan_phases.cuh)
-//   warpgroup 0         producer: for each GEMM task of the CTA's list, describe it into the
-//                       task ring (task_ring.cuh), wait for its inputs (dependency counter,
-//                       acquire), then stream its k-blocks with TMA (a routed GEMM2 tile also
-//                       its row table, row_table.cuh)
+//   warpgroup 0         producer warp 0: for each GEMM task of the CTA's list, describe it into
+//                       the task ring (task_ring.cuh), wait for its inputs (dependency counter,
+//                       acquire; lane 0), then stream its k-blocks with TMA (a routed GEMM2 tile
+//                       also its row table, row_table.cuh; with gather_x GEMM1's A rows by the
+//                       warp's cp.async); warps 1, 2: the epilogue copiers
 //   warpgroups 1, 2     consumers: GEMM mainloop + epilogue + signal for GEMM tasks (routed
 //                       GEMM2's epilogue is the combine); dispatch and weighted sum otherwise
 //   thread 0, at exit   the last CTA to finish advances the launch epoch
@@ -50,10 +51,12 @@ static_assert(kMaxPlanChunkTokens <= kRowsPerMBlock, "a chunk's rows of one expe
 inline constexpr uint32_t kLayerProducerRegisters = 80;
 inline constexpr uint32_t kLayerConsumerRegisters = 208;
 
-// The producer thread: takes the CTA's tasks (tickets, task_ring.cuh), hands each to the
-// consumers, and streams the GEMM tasks' k-blocks.
+// The producer warp: lane 0 takes the CTA's tasks (tickets, task_ring.cuh), hands each to the
+// consumers and waits for its inputs; the whole warp streams the GEMM tasks' k-blocks (every
+// lane arrives on each stage, tile_mainloop.cuh; with gather_x the lanes also copy GEMM1's A rows).
 DETMOE_DEVICE void run_producer_tasks(const LayerParams& p, const LaunchContext& ctx, const Smem& smem,
                                       const Pipe& pipe, TaskRing<GemmTask> ring, RowTable& table) {
+  const bool leader = ptx::lane_id() == 0;
   const CtaRole role = cta_role(p);
   const TaskList list(p, role.rank, role.phases);
   ExpertWalker walker(p, role.rank);
@@ -62,38 +65,57 @@ DETMOE_DEVICE void run_producer_tasks(const LayerParams& p, const LaunchContext&
   Stage st;
   bool aborted = false;
   RowTableLoader tables(table);
+  enum : int32_t { kNothing = 0, kTile = 1, kTileWithTable = 2, kGatheredTile = 3 };
   for (;;) {
-    const int32_t i = take_ticket(tickets, total);
-    if (i < 0) {
-      ring.push(i);
-      break;
+    int32_t i = 0, what = kNothing;
+    unsigned long long described = 0;  // the ring slot's address (shared memory, generic)
+    if (leader) {
+      i = take_ticket(tickets, total);
+      if (i < 0) {
+        ring.push(i);
+      } else {
+        const Task task = list.at(i);
+        if (task.phase == Phase::kDispatch || task.phase == Phase::kSum) {
+          ring.push(i);
+        } else {
+          // Described in the ring's slot, where the consumers take it from.
+          GemmTask* slot = ring.reserve();
+          *slot = describe_gemm_task(p, task, role.rank, list, walker);
+          ring.publish(i);
+          if (!aborted && slot->wait != nullptr) {
+            aborted = !wait_counter(ctx, slot->wait, slot->wait_target, slot->wait_site);
+            // Rows written by generic stores (dispatch) or other CTAs' TMA stores are read by TMA next.
+            fence_proxy_async_global();
+          }
+          described = reinterpret_cast<unsigned long long>(slot);
+          what = slot->epilogue == TileEpilogue::kScatterRows             ? kTileWithTable
+                 : p.gather_x != 0 && task.phase == Phase::kGemm1 ? kGatheredTile
+                                                                         : kTile;
+        }
+      }
     }
-    const Task task = list.at(i);
-    if (task.phase == Phase::kDispatch || task.phase == Phase::kSum) {
-      ring.push(i);
-      continue;
+    i = __shfl_sync(0xffffffffu, i, 0);
+    if (i < 0) break;
+    what = __shfl_sync(0xffffffffu, what, 0);
+    if (what == kNothing) continue;
+    // The slot stays the producer's to read until it is reserved again, two tasks later.
+    const GemmTask& g = *reinterpret_cast<const GemmTask*>(__shfl_sync(0xffffffffu, described, 0));
+    aborted = __shfl_sync(0xffffffffu, aborted ? 1 : 0, 0) != 0;
+    __syncwarp();  // lane 0's description and its acquire are seen by the whole warp
+    if (what == kGatheredTile) {
+      produce_tile_gathered(g.tile, p.rank[0].x, p.ws.row_token, g.plan_row0, p.T, p.H, smem, pipe, st, aborted);
+    } else if (what == kTile) {
+      produce_tile_warp(g.tile, smem, pipe, st, aborted);
+    } else {
+      // Routed GEMM2: its row table along with its k-blocks.
+      const int32_t table_after = RowTableLoader::load_kblock(g.tile.k_blocks);
+      const int32_t rows = min(kRowsPerMBlock, g.tile.c_end - g.tile.c_row);
+      produce_tile_warp(g.tile, smem, pipe, st, aborted, [&](int32_t kb) {
+        if (leader && kb == table_after) tables.load(p, g.plan_row0, rows, aborted);
+      });
+      if (leader && table_after < 0) tables.load(p, g.plan_row0, rows, aborted);
     }
-    // Described in the ring's slot, where the consumers take it from.
-    GemmTask* slot = ring.reserve();
-    *slot = describe_gemm_task(p, task, role.rank, list, walker);
-    ring.publish(i);
-    const GemmTask& g = *slot;
-    if (!aborted && g.wait != nullptr) {
-      aborted = !wait_counter(ctx, g.wait, g.wait_target, g.wait_site);
-      // Rows written by generic stores (dispatch) or other CTAs' TMA stores are read by TMA next.
-      fence_proxy_async_global();
-    }
-    if (g.epilogue != TileEpilogue::kScatterRows) {
-      produce_tile(g.tile, smem, pipe, st, aborted);
-      continue;
-    }
-    // Routed GEMM2: its row table along with its k-blocks.
-    const int32_t table_after = RowTableLoader::load_kblock(g.tile.k_blocks);
-    const int32_t rows = min(kRowsPerMBlock, g.tile.c_end - g.tile.c_row);
-    produce_tile(g.tile, smem, pipe, st, aborted, [&](int32_t kb) {
-      if (kb == table_after) tables.load(p, g.plan_row0, rows, aborted);
-    });
-    if (table_after < 0) tables.load(p, g.plan_row0, rows, aborted);
+    __syncwarp();
   }
 }
 
@@ -189,7 +211,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) layer_forward_kernel(const _
     ring.init();
     init_row_table(table_shared);
     init_copier(copies_shared);
-    pipe.init();  // its fence.mbarrier_init covers the ring's and the row table's barriers too
+    pipe.init(kForwardFullArrivals);  // its fence.mbarrier_init covers the ring's and the row table's barriers too
   }
   __syncthreads();
   const LaunchContext ctx{epoch_shared, p.ws.error, p.timeout_ns, p.force_timeout_task};
@@ -207,7 +229,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) layer_forward_kernel(const _
     if (warpgroup == 0) {
       ptx::setmaxnreg_dec<kLayerProducerRegisters>();
       const uint32_t warp = ptx::warp_id_uniform();
-      if (threadIdx.x == 0) {
+      if (warp == 0) {
         run_producer_tasks(p, ctx, smem, pipe, ring, table_shared);
       } else if (warp == 1 || warp == 2) {
         run_epilogue_copier<true>(p, smem, copies_shared, static_cast<int>(warp) - 1, YSlotRow{});

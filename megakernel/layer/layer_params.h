@@ -124,6 +124,10 @@ struct LayerParams {
   int32_t comm_ctas_per_rank;  // ⌈comm_sms / P⌉, 0 = no CTA dedicated to data movement
   int32_t band_mblocks;        // m-blocks per backward GEMM band (≥ 1), from overlap_rows
   int32_t fwd_band_mblocks;    // m-blocks per forward GEMM band (≥ 1), from overlap_rows
+  // Experimental (session 21, P = 1 only, env DETMOE_GATHER_X=1): routed GEMM1 reads its A rows
+  // straight from x through the plan's row_token (the producer warp's cp.async gather), and the
+  // dispatch only places rows — x_recv is not written, so no backward may follow.
+  int32_t gather_x;
   long long timeout_ns;
   unsigned long long force_timeout_task;  // a task id, or ~0 = none
   // Task timeline (LayerOptions::trace_tasks_per_cta; null = off): CTA c writes records
