@@ -203,7 +203,8 @@ struct ModelShape {
   int64_t T, H, F, E, k;
 };
 
-std::vector<int32_t> balanced_counts(const ModelShape& m) {
+// The balanced routing of a shape's tokens (seed 2024): topk_idx [T, k].
+std::vector<int32_t> balanced_topk_idx(const ModelShape& m) {
   detmoe::Shape shape;
   shape.T = m.T;
   shape.H = m.H;
@@ -214,27 +215,22 @@ std::vector<int32_t> balanced_counts(const ModelShape& m) {
   spec.kind = detmoe::RoutingKind::kBalanced;
   auto routing = detmoe::generate_routing(shape, spec, /*seed=*/2024);
   if (!routing.ok()) die(routing.status().to_string());
+  return routing->topk_idx;
+}
+
+std::vector<int32_t> balanced_counts(const ModelShape& m) {
   std::vector<int32_t> counts(static_cast<size_t>(m.E), 0);
-  for (int32_t e : routing->topk_idx) ++counts[e];
+  for (int32_t e : balanced_topk_idx(m)) ++counts[e];
   return counts;
 }
 
 // The token behind each expert-ordered row of balanced routing (rows sorted by expert, tokens in
 // order inside an expert): the gather indices of an up-projection that reads x in place.
 std::vector<int32_t> balanced_row_tokens(const ModelShape& m) {
-  detmoe::Shape shape;
-  shape.T = m.T;
-  shape.H = m.H;
-  shape.F = m.F;
-  shape.E = m.E;
-  shape.k = m.k;
-  detmoe::RoutingSpec spec;
-  spec.kind = detmoe::RoutingKind::kBalanced;
-  auto routing = detmoe::generate_routing(shape, spec, /*seed=*/2024);
-  if (!routing.ok()) die(routing.status().to_string());
+  const std::vector<int32_t> idx = balanced_topk_idx(m);
   std::vector<std::vector<int32_t>> per_expert(static_cast<size_t>(m.E));
-  for (size_t i = 0; i < routing->topk_idx.size(); ++i)
-    per_expert[static_cast<size_t>(routing->topk_idx[i])].push_back(static_cast<int32_t>(i / static_cast<size_t>(m.k)));
+  for (size_t i = 0; i < idx.size(); ++i)
+    per_expert[static_cast<size_t>(idx[i])].push_back(static_cast<int32_t>(i / static_cast<size_t>(m.k)));
   std::vector<int32_t> tokens;
   for (const auto& e : per_expert) tokens.insert(tokens.end(), e.begin(), e.end());
   return tokens;

@@ -16,6 +16,7 @@
 
 #include "detmoe/gemm.h"
 #include "megakernel/gemm/epilogue.cuh"
+#include "megakernel/gemm/gather_rows.cuh"
 #include "megakernel/gemm/operand_layout.cuh"
 #include "megakernel/gemm/params.cuh"
 #include "megakernel/gemm/pipeline.cuh"
@@ -149,29 +150,15 @@ DETMOE_DEVICE void run_producer_gather_cp(const CUtensorMap* map_b, const Kernel
         ptx::mbarrier_arrive_expect_tx(pipe.full + st.stage, SmemLayout<Cfg>::kBTileBytes);
         ptx::tma_load_3d(smem.b_stage(st.stage), map_b, pipe.full + st.stage, k0, rb.y, rb.z);
       }
-      const uint32_t dst = ptx::smem_u32(smem.a_stage(st.stage)) + static_cast<uint32_t>(r) * 128u;
-#pragma unroll
-      for (int c = 0; c < 8; ++c) {
-        const int32_t col = k0 + 8 * c;
-        const bool load = in && col < p.k;
-        ptx::cp_async_16(dst + ((static_cast<uint32_t>(c) ^ (static_cast<uint32_t>(r) & 7u)) << 4),
-                         load ? static_cast<const void*>(src + col) : static_cast<const void*>(p.a_rows), load ? 16u : 0u);
-      }
+      cp_async_swizzled_row(ptx::smem_u32(smem.a_stage(st.stage)) + static_cast<uint32_t>(r) * 128u,
+                            static_cast<uint32_t>(r), in ? src : nullptr, k0, p.k, p.a_rows);
       ptx::cp_async_commit_group();
-      if (pending >= 0) {
-        ptx::cp_async_wait_group<1>();
-        ptx::fence_proxy_async_shared();
-        ptx::mbarrier_arrive(pipe.full + pending);
-      }
+      if (pending >= 0) ptx::cp_async_arrive_when_landed<1>(pipe.full + pending);
       pending = st.stage;
       st.advance();
     }
   }
-  if (pending >= 0) {
-    ptx::cp_async_wait_group<0>();
-    ptx::fence_proxy_async_shared();
-    ptx::mbarrier_arrive(pipe.full + pending);
-  }
+  if (pending >= 0) ptx::cp_async_arrive_when_landed<0>(pipe.full + pending);
 }
 
 // The consumer mainloop skeleton: k_blocks stages, each waited for, handed to

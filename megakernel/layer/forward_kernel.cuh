@@ -105,12 +105,12 @@ DETMOE_DEVICE void run_producer_tasks(const LayerParams& p, const LaunchContext&
     if (what == kGatheredTile) {
       produce_tile_gathered(g.tile, p.rank[0].x, p.ws.row_token, g.plan_row0, p.T, p.H, smem, pipe, st, aborted);
     } else if (what == kTile) {
-      produce_tile_warp(g.tile, smem, pipe, st, aborted);
+      produce_tile(g.tile, smem, pipe, st, aborted);
     } else {
       // Routed GEMM2: its row table along with its k-blocks.
       const int32_t table_after = RowTableLoader::load_kblock(g.tile.k_blocks);
       const int32_t rows = min(kRowsPerMBlock, g.tile.c_end - g.tile.c_row);
-      produce_tile_warp(g.tile, smem, pipe, st, aborted, [&](int32_t kb) {
+      produce_tile(g.tile, smem, pipe, st, aborted, [&](int32_t kb) {
         if (leader && kb == table_after) tables.load(p, g.plan_row0, rows, aborted);
       });
       if (leader && table_after < 0) tables.load(p, g.plan_row0, rows, aborted);

@@ -24,6 +24,7 @@
 #include "megakernel/gemm/smem_layout.cuh"
 #include "megakernel/gemm/tile_config.cuh"
 #include "megakernel/layer/tile_form.h"
+#include "megakernel/gemm/gather_rows.cuh"
 #include "megakernel/ptx/cp_async.cuh"
 #include "megakernel/ptx/tma.cuh"
 
@@ -70,9 +71,16 @@ DETMOE_DEVICE TileShape tile_shape(const LayerTile& t) {
   return tile_shape_of({t.a_end - t.a_row, t.b_row, t.b_end, t.up_row >= 0});
 }
 
-// Producer (one thread): the k-blocks of one tile into the stage ring. `fake` fills each stage
-// with an arrival and no data: after an abort the consumers still drain the same stage sequence
-// and nobody hangs. `after_kblock(kb)` runs once each k-block's loads are issued.
+// The forward's producer is the whole of warp 0 (lane 0 takes tickets, waits and issues TMA);
+// every lane arrives once on each stage's full barrier, so the forward's ring counts 32 arrivals
+// (Pipe::init(kForwardFullArrivals)) and a stage may be filled by TMA (lane 0's expect_tx) or by
+// the lanes' own copies (produce_tile_gathered) in any mix.
+inline constexpr uint32_t kForwardFullArrivals = 32;
+
+// The k-blocks of one tile into the stage ring, by the producer warp: lane 0 waits for each stage,
+// announces its bytes and issues its TMA loads, the other lanes arrive. `fake` fills each stage
+// with arrivals and no data: after an abort the consumers still drain the same stage sequence
+// and nobody hangs. `after_kblock(kb)` runs (on every lane) once each k-block's loads are issued.
 struct NoHook {
   DETMOE_DEVICE void operator()(int32_t) const {}
 };
@@ -80,45 +88,6 @@ struct NoHook {
 template <class AfterKBlock = NoHook>
 DETMOE_DEVICE void produce_tile(const LayerTile& t, const Smem& smem, const Pipe& pipe, Stage& st, bool fake,
                                 AfterKBlock&& after_kblock = {}) {
-  constexpr uint32_t kHalfB = 128 * Cfg::kBlockK * 2;  // 128 rows × 128 bytes
-  const TileShape shape = tile_shape(t);
-  for (int32_t kb = 0; kb < t.k_blocks; ++kb) {
-    if (fake) {
-      ptx::mbarrier_wait_parity(pipe.empty + st.stage, st.phase ^ 1u);
-      ptx::mbarrier_arrive(pipe.full + st.stage);
-      st.advance();
-      after_kblock(kb);
-      continue;
-    }
-    pipe.producer_acquire(st, Smem::kStageBytes);
-    uint64_t* bar = pipe.full + st.stage;
-    const int32_t k0 = kb * Cfg::kBlockK;
-    const gemm::RaggedCoords ra = gemm::ragged_coords(t.a_row, t.a_end, Cfg::kBlockM);
-    ptx::tma_load_3d(smem.a_stage(st.stage), t.map_a, bar, k0, ra.y, ra.z);
-    if (t.up_row >= 0) {
-      const gemm::RaggedCoords rg = gemm::ragged_coords(gate_load_row(shape, t.b_row), t.b_end, 128);
-      const gemm::RaggedCoords ru = gemm::ragged_coords(t.up_row, t.up_end, 128);
-      ptx::tma_load_3d(smem.b_stage(st.stage), t.map_b, bar, k0, rg.y, rg.z);
-      ptx::tma_load_3d(smem.b_stage(st.stage) + kHalfB, t.map_b, bar, k0, ru.y, ru.z);
-    } else {
-      const gemm::RaggedCoords rb = gemm::ragged_coords(t.b_row, t.b_end, Cfg::kBlockN);
-      ptx::tma_load_3d(smem.b_stage(st.stage), t.map_b, bar, k0, rb.y, rb.z);
-    }
-    st.advance();
-    after_kblock(kb);
-  }
-}
-
-// The forward's producer is the whole of warp 0 (lane 0 takes tickets, waits and issues TMA);
-// every lane arrives once on each stage's full barrier, so the forward's ring counts 32 arrivals
-// (Pipe::init(kForwardFullArrivals)) and a stage may be filled by TMA (lane 0's expect_tx) or by
-// the lanes' own copies (produce_tile_gathered) in any mix.
-inline constexpr uint32_t kForwardFullArrivals = 32;
-
-// produce_tile by the producer warp: lane 0 loads as produce_tile does, the other lanes arrive.
-template <class AfterKBlock = NoHook>
-DETMOE_DEVICE void produce_tile_warp(const LayerTile& t, const Smem& smem, const Pipe& pipe, Stage& st, bool fake,
-                                     AfterKBlock&& after_kblock = {}) {
   constexpr uint32_t kHalfB = 128 * Cfg::kBlockK * 2;
   const bool leader = ptx::lane_id() == 0;
   const TileShape shape = tile_shape(t);
@@ -153,8 +122,8 @@ DETMOE_DEVICE void produce_tile_warp(const LayerTile& t, const Smem& smem, const
 
 // A routed GEMM1 tile whose A rows are gathered from x (LayerParams::gather_x, P = 1): lane l
 // owns the tile's rows l, l + 32, l + 64, l + 96 and copies each row's eight 16-byte pieces of a
-// k-block with cp.async to where the 128-byte-swizzled TMA box puts them (piece c of row r at
-// r·128 + (c ⊕ r mod 8)·16; stages are 1024-byte aligned), rows past the expert's end as zeros.
+// k-block with cp.async to where the 128-byte-swizzled TMA box puts them (gemm/gather_rows.cuh;
+// (l + 32·i) mod 8 = l mod 8), rows past the expert's end as zeros.
 // Lane 0 announces B's bytes (expect_tx, no arrival) and loads it with TMA. Each lane arrives on
 // a stage once its copies have landed (wait_group, then the proxy fence: wgmma reads through the
 // async proxy), one stage behind its issue so that two stages' copies are in flight, and for the
@@ -169,18 +138,14 @@ DETMOE_DEVICE void produce_tile_gathered(const LayerTile& t, const uint16_t* x, 
   const bool leader = lane == 0;
   const TileShape shape = tile_shape(t);
   const int32_t rows = t.a_end - t.a_row;
-  const uint16_t* src[4];
-  uint32_t in_mask = 0;
+  const uint16_t* src[4];  // null: a row past the expert's end (zeros)
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
     const int32_t r = static_cast<int32_t>(lane) + 32 * i;
     int32_t token = -1;
     if (r < rows) token = __ldcg(row_token + plan_row0 + r);  // after the producer's acquire of dispatch_ready
-    const bool in = token >= 0 && token < T;
-    if (in) in_mask |= 1u << i;
-    src[i] = x + (in ? static_cast<int64_t>(token) * H : 0);
+    src[i] = token >= 0 && token < T ? x + static_cast<int64_t>(token) * H : nullptr;
   }
-  const uint32_t swz = lane & 7u;  // (lane + 32·i) mod 8
   int32_t pending = -1;
   for (int32_t kb = 0; kb < t.k_blocks; ++kb) {
     if (leader) ptx::mbarrier_wait_parity(pipe.empty + st.stage, st.phase ^ 1u);
@@ -201,30 +166,14 @@ DETMOE_DEVICE void produce_tile_gathered(const LayerTile& t, const uint16_t* x, 
     }
     const uint32_t a = ptx::smem_u32(smem.a_stage(st.stage)) + lane * 128u;
 #pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const bool in = (in_mask >> i) & 1u;
-#pragma unroll
-      for (int c = 0; c < 8; ++c) {
-        const int32_t col = k0 + 8 * c;
-        const bool load = in && col < H;
-        ptx::cp_async_16(a + i * 32u * 128u + ((static_cast<uint32_t>(c) ^ swz) << 4),
-                         load ? static_cast<const void*>(src[i] + col) : static_cast<const void*>(x), load ? 16u : 0u);
-      }
-    }
+    for (int i = 0; i < 4; ++i)
+      gemm::cp_async_swizzled_row(a + i * 32u * 128u, lane, src[i], k0, H, x);
     ptx::cp_async_commit_group();
-    if (pending >= 0) {
-      ptx::cp_async_wait_group<1>();
-      ptx::fence_proxy_async_shared();
-      ptx::mbarrier_arrive(pipe.full + pending);
-    }
+    if (pending >= 0) ptx::cp_async_arrive_when_landed<1>(pipe.full + pending);
     pending = st.stage;
     st.advance();
   }
-  if (pending >= 0) {
-    ptx::cp_async_wait_group<0>();
-    ptx::fence_proxy_async_shared();
-    ptx::mbarrier_arrive(pipe.full + pending);
-  }
+  if (pending >= 0) ptx::cp_async_arrive_when_landed<0>(pipe.full + pending);
 }
 
 // The mainloop with a narrower form: one m64nN wgmma (N = 128, 64 or 16) per k16 step into

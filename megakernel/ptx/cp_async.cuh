@@ -7,6 +7,8 @@
 #include <cstdint>
 
 #include "megakernel/ptx/common.cuh"
+#include "megakernel/ptx/mbarrier.cuh"
+#include "megakernel/ptx/tma.cuh"
 
 namespace detmoe::ptx {
 
@@ -23,6 +25,16 @@ DETMOE_DEVICE void cp_async_commit_group() { asm volatile("cp.async.commit_group
 template <int N>
 DETMOE_DEVICE void cp_async_wait_group() {
   asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
+}
+
+// Announces this thread's copies on `bar` once all but the N most recent groups have landed:
+// the wait, the proxy fence that hands the generic writes to the async proxy (wgmma), the
+// arrival (release).
+template <int N>
+DETMOE_DEVICE void cp_async_arrive_when_landed(uint64_t* bar) {
+  cp_async_wait_group<N>();
+  fence_proxy_async_shared();
+  mbarrier_arrive(bar);
 }
 
 }  // namespace detmoe::ptx
