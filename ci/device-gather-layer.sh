@@ -16,6 +16,8 @@ cases=$("$bin/gather/detmoe_gemm_test" --gtest_list_tests --gtest_filter='GemmGa
 for mode in ${MODES:-4 0}; do
   step "gemm gather mode $mode ($(left) s left)"
   for c in $cases; do
+    # the per-row TMA form (mode 0) only on the cases that split its fault's suspects
+    [ "$mode" = 0 ] && case "$c" in *LongKOneTilePerCta|*ShortKManyTiles|*LongKManyTiles|*LongKManyTilesOneEach) ;; *) continue;; esac
     DETMOE_GATHER_MODE=$mode timeout 40 "$bin/gather/detmoe_gemm_test" --gtest_filter="$c" >"$OUT/m$mode-$c.log" 2>&1
     echo "  $c: exit $? $(grep -E 'differing|Which is: [0-9]+$' "$OUT/m$mode-$c.log" | head -1)"
   done
