@@ -27,17 +27,22 @@ for mode in ${MODES:-4 0}; do
 done
 # (2) the fused forward.
 mkdir -p build-device && cp "$bin/gx/detmoe" build-device/detmoe
-step "megakernel tests, gather off ($(left) s left)"
-timeout "${TESTS_LIMIT:-110}" "$bin/gx/detmoe_layer_test" \
-  --gtest_filter='Megakernel*:LayerTrace*-*NamedShapes.MatchReference:*Property.Random*' >"$OUT/tests.log" 2>&1
-echo "tests exit $?"; grep -E '^\[  (PASSED|FAILED)|FAILED  \]|Failure' "$OUT/tests.log" | head -12
 fwd='MegakernelGolden.*:MegakernelD0.*:MegakernelD1.*:MegakernelD3.*:Small/MegakernelVsReference.*:MegakernelNamedShapes.*:MegakernelLayer.*:MegakernelCombine.*:MegakernelGraph.*'
+# The producer-warp change touches the forward kernel only: its tests, the fault ones (the fake
+# stages after an abort) and the plan's.
+step "forward megakernel tests, gather off ($(left) s left)"
+timeout "${TESTS_LIMIT:-80}" "$bin/gx/detmoe_layer_test" \
+  --gtest_filter="$fwd:MegakernelFaults.*:MegakernelPlan.*:MegakernelD2.*:LayerTrace*" >"$OUT/tests.log" 2>&1
+echo "tests exit $?"; grep -E '^\[  (PASSED|FAILED)|FAILED  \]|Failure' "$OUT/tests.log" | head -12
 step "forward tests, DETMOE_GATHER_X=1 ($(left) s left)"
-DETMOE_GATHER_X=1 timeout 90 "$bin/gx/detmoe_layer_test" --gtest_filter="$fwd" >"$OUT/tests-gx.log" 2>&1
-echo "tests exit $?"; grep -E '^\[  (PASSED|FAILED)|FAILED  \]|Failure' "$OUT/tests-gx.log" | head -12
+DETMOE_GATHER_X=1 timeout 60 "$bin/gx/detmoe_layer_test" --gtest_filter="$fwd" >"$OUT/tests-gx.log" 2>&1
+gx_rc=$?
+echo "tests exit $gx_rc"; grep -E '^\[  (PASSED|FAILED)|FAILED  \]|Failure' "$OUT/tests-gx.log" | head -12
+# A hang (exit 124) is a stage-ring bug: nothing after it would run either.
+[ "$gx_rc" -eq 124 ] && { tail -5 "$OUT/tests-gx.log"; step done; exit 0; }
 for tool in racecheck memcheck; do
   step "$tool forward, DETMOE_GATHER_X=1"
-  DETMOE_GATHER_X=1 timeout 90 compute-sanitizer --tool "$tool" --error-exitcode 9 build-device/detmoe verify \
+  DETMOE_GATHER_X=1 timeout 45 compute-sanitizer --tool "$tool" --error-exitcode 9 build-device/detmoe verify \
     --impl megakernel --forward-only --shape small-shared --routing zipf1 >"$OUT/san-$tool.log" 2>&1
   echo "$tool exit $?"; grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|Hazard|PASS|FAIL|rror' "$OUT/san-$tool.log" | head -4
 done
