@@ -18,17 +18,20 @@ step "tests of $first"
 timeout "${TESTS_LIMIT:-150}" "$bin/$first/detmoe_layer_test" \
   --gtest_filter="${AB_TESTS:-Megakernel*:LayerTrace*-*NamedShapes.MatchReference:*Property.Random*}" >"$OUT/tests.log" 2>&1
 echo "tests exit $?"; grep -E '^\[  (PASSED|FAILED)|FAILED  \]|Failure' "$OUT/tests.log" | head -12
-for tool in racecheck memcheck; do
+# AB_SANITIZE=0 skips compute-sanitizer (a call short of device time; say so where it is reported)
+for tool in $([ "${AB_SANITIZE:-1}" = 0 ] || echo racecheck memcheck); do
   sanitize_verify $tool --shape small-shared --routing zipf1
-  sanitize_verify $tool --shape small-shared --routing zipf1 --P 4 --backend loopback
+  # AB_SANITIZE_P4=0 skips the P = 4 loopback run (a call short of device time)
+  [ "${AB_SANITIZE_P4:-1}" = 0 ] || sanitize_verify $tool --shape small-shared --routing zipf1 --P 4 --backend loopback
 done
 step golden
 timeout 90 build-device/detmoe golden check --impl megakernel 2>&1 | tail -1
 for round in $(seq 1 "${AB_ROUNDS:-1}"); do
   for name in $names; do
-    [ "$(left)" -gt 70 ] || break 2
+    # AB_ROUND_MIN / AB_ROUND_SLACK: seconds a round needs to start / leaves unused (defaults 70 / 40)
+    [ "$(left)" -gt "${AB_ROUND_MIN:-70}" ] || break 2
     step "round $round $name ($(left) s left)"
-    timeout $(( $(left) - 40 )) "$bin/$name/detmoe_perf_layer" --impls=megakernel --routings=balanced \
+    timeout $(( $(left) - ${AB_ROUND_SLACK:-40} )) "$bin/$name/detmoe_perf_layer" --impls=megakernel --routings=balanced \
       --shapes="${AB_SHAPES:-deepseek-v3,mixtral-8x7b,qwen3-30b-a3b,gpt-oss-120b}" --timed=20 ${AB_BENCH_ARGS:-} \
       --benchmark_out="$OUT/ab-$name-$round.json" --benchmark_out_format=json >"$OUT/ab-$name-$round.log" 2>&1
     echo "exit $?: $(python3 -c '
