@@ -15,8 +15,11 @@
 // consumer warpgroups through a small ring in shared memory (mbarriers: full = 1 producer
 // arrival, empty = one arrival per consumer thread, each after its own read — with one arrival
 // per warp behind a __syncwarp, compute-sanitizer racecheck reported the producer's next write
-// to the slot as racing with the other lanes' reads); −1 ends the list. The producer takes a ticket
-// only once the previous GEMM task's loads are issued, so it runs at most kTaskRing tasks ahead.
+// to the slot as racing with the other lanes' reads); −1 ends the list. The producer pushes a task
+// number only once the previous GEMM task's loads are issued, so it runs at most kTaskRing tasks
+// ahead. (The backward's producer takes that ticket earlier, before the previous task's loads,
+// so the atomic's round trip overlaps them: backward 1 % faster on deepseek-v3; the same in the
+// forward slowed qwen3-30b-a3b by 2.5 %, docs/PERF.md session 22.)
 // With descriptions the consumers release a slot when their task is done (epilogue included),
 // so the producer pushes task i + 2 only after task i is finished — it could not load i + 2 earlier anyway: the
 // stages free up only as the consumers run i + 1.
