@@ -84,12 +84,17 @@ DETMOE_DEVICE void run_bwd_producer(const BackwardParams& bp, const LaunchContex
     if (task.phase == BwdPhase::kDyDispatch || task.phase == BwdPhase::kDxSum) continue;
     const BwdGemmTask g = describe_bwd_task(bp, task, role.rank, list, walker);
     if (!aborted && g.wait != nullptr) {
-      for (int32_t c = 0; c < g.wait_count && !aborted; ++c) {
-        const uint32_t target =
-            g.wait_rows >= 0 ? static_cast<uint32_t>(min(kRowsPerMBlock, g.wait_rows - c * kRowsPerMBlock)) : g.wait_target;
-        const WaitSite site{task.id, g.wait_kind, static_cast<uint32_t>(role.rank), g.wait_index0 + c};
-        aborted = !wait_counter(ctx, g.wait + c, target, site);
-      }
+      // All of the tile's counters (a weight-gradient tile: every m-block of its expert) read in
+      // batches, not one acquire round trip after another (sync.cuh wait_counters).
+      aborted = !wait_counters(
+          ctx, g.wait, g.wait_count,
+          [&](int32_t c) {
+            return g.wait_rows >= 0 ? static_cast<uint32_t>(min(kRowsPerMBlock, g.wait_rows - c * kRowsPerMBlock))
+                                    : g.wait_target;
+          },
+          [&](int32_t c) {
+            return WaitSite{task.id, g.wait_kind, static_cast<uint32_t>(role.rank), g.wait_index0 + c};
+          });
       // Rows written by generic stores (dy dispatch) or other CTAs' TMA stores are read by TMA next.
       fence_proxy_async_global();
     }

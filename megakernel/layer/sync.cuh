@@ -123,6 +123,37 @@ DETMOE_DEVICE bool wait_counter(const LaunchContext& ctx, const unsigned long lo
   }
 }
 
+// One thread waits until counters[c] reaches target_of(c) for every c in [0, count) (site_of(c)
+// names each for the fault record). A weight-gradient tile waits on every m-block of its expert
+// (16 on deepseek-v3), nearly always long satisfied: one acquire load per counter, each an L2
+// round trip with an L1 invalidation (LDG.STRONG + CCTL.IVALL), put ≈ 5,500 dependent round trips
+// per CTA in front of the backward's tile loads (ncu, docs/PERF.md session 22). Here the counters
+// are read kBatch at a time with relaxed loads issued together (one round trip per batch), a
+// counter not yet reached falls back to wait_counter's bounded acquire spin, and one acq_rel
+// fence after the last batch makes the relaxed reads that saw the signallers' release adds
+// acquire them (PTX fence-based synchronisation). A site with the forced-timeout test hook always
+// takes wait_counter's path, so the hook still fires.
+template <class TargetOf, class SiteOf>
+DETMOE_DEVICE bool wait_counters(const LaunchContext& ctx, const unsigned long long* counters, int32_t count,
+                                 TargetOf&& target_of, SiteOf&& site_of) {
+  constexpr int kBatch = 8;
+  for (int32_t c0 = 0; c0 < count; c0 += kBatch) {
+    unsigned long long v[kBatch];
+#pragma unroll
+    for (int j = 0; j < kBatch; ++j) v[j] = c0 + j < count ? ld_relaxed_u64(counters + c0 + j) : 0ull;
+#pragma unroll 1
+    for (int j = 0; j < kBatch && c0 + j < count; ++j) {
+      const WaitSite site = site_of(c0 + j);
+      const uint32_t target = target_of(c0 + j);
+      const bool reached = (v[j] >> 32) == ctx.epoch && (v[j] & 0xffffffffull) >= target;
+      if ((!reached || site.task == ctx.force_timeout_task) && !wait_counter(ctx, counters + c0 + j, target, site))
+        return false;
+    }
+  }
+  fence_acq_rel_gpu();
+  return true;
+}
+
 // Grid-wide barrier of the plan, for every thread of every CTA (all CTAs are co-resident: the
 // launch is cooperative). Returns false (uniformly per CTA) when the launch was aborted.
 DETMOE_DEVICE bool grid_barrier(const LaunchContext& ctx, unsigned long long* barrier, int32_t number, int* flag) {
