@@ -141,13 +141,16 @@ DETMOE_DEVICE bool wait_counters(const LaunchContext& ctx, const unsigned long l
     unsigned long long v[kBatch];
 #pragma unroll
     for (int j = 0; j < kBatch; ++j) v[j] = c0 + j < count ? ld_relaxed_u64(counters + c0 + j) : 0ull;
-#pragma unroll 1
-    for (int j = 0; j < kBatch && c0 + j < count; ++j) {
-      const WaitSite site = site_of(c0 + j);
-      const uint32_t target = target_of(c0 + j);
-      const bool reached = (v[j] >> 32) == ctx.epoch && (v[j] & 0xffffffffull) >= target;
-      if ((!reached || site.task == ctx.force_timeout_task) && !wait_counter(ctx, counters + c0 + j, target, site))
-        return false;
+    uint32_t pending = 0;  // bit j: counter c0 + j still to wait for (a mask: v stays in registers)
+#pragma unroll
+    for (int j = 0; j < kBatch; ++j) {
+      const bool reached = (v[j] >> 32) == ctx.epoch && (v[j] & 0xffffffffull) >= target_of(c0 + j);
+      if (c0 + j < count && (!reached || site_of(c0 + j).task == ctx.force_timeout_task)) pending |= 1u << j;
+    }
+    while (pending != 0) {
+      const int32_t c = c0 + __ffs(pending) - 1;
+      pending &= pending - 1;
+      if (!wait_counter(ctx, counters + c, target_of(c), site_of(c))) return false;
     }
   }
   fence_acq_rel_gpu();
