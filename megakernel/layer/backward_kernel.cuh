@@ -76,12 +76,21 @@ DETMOE_DEVICE void run_bwd_producer(const BackwardParams& bp, const LaunchContex
   Stage st;
   bool aborted = false;
   RowTableLoader tables(table);
+  // The next ticket is taken once the current task's inputs are ready, before its loads are
+  // issued, so the atomic's L2 round trip overlaps them instead of delaying the next tile's first
+  // load. The CTA still runs its tasks in increasing number, and a held ticket's task waits only on
+  // lower numbers, each held by a CTA that runs it after tasks of still lower numbers: the
+  // no-deadlock argument (task_ring.cuh) is unchanged.
+  int32_t next = take_ticket(tickets, total);
   for (;;) {
-    const int32_t i = take_ticket(tickets, total);
+    const int32_t i = next;
     ring.push(i);
     if (i < 0) break;
     const BwdTask task = list.at(i);
-    if (task.phase == BwdPhase::kDyDispatch || task.phase == BwdPhase::kDxSum) continue;
+    if (task.phase == BwdPhase::kDyDispatch || task.phase == BwdPhase::kDxSum) {
+      next = take_ticket(tickets, total);
+      continue;
+    }
     const BwdGemmTask g = describe_bwd_task(bp, task, role.rank, list, walker);
     if (!aborted && g.wait != nullptr) {
       // All of the tile's counters (a weight-gradient tile: every m-block of its expert) read in
@@ -98,6 +107,7 @@ DETMOE_DEVICE void run_bwd_producer(const BackwardParams& bp, const LaunchContex
       // Rows written by generic stores (dy dispatch) or other CTAs' TMA stores are read by TMA next.
       fence_proxy_async_global();
     }
+    next = take_ticket(tickets, total);
     if (g.epilogue != BwdEpilogue::kScatterDx) {
       produce_bwd_tile(g.tile, smem, pipe, st, aborted);
       continue;
