@@ -62,8 +62,11 @@ DETMOE_DEVICE void run_producer_tasks(const LayerParams& p, const LaunchContext&
   Stage st;
   bool aborted = false;
   RowTableLoader tables(table);
+  // The next ticket is taken before the current tile's loads are issued, so its atomic overlaps
+  // them (as the backward's producer; the no-deadlock argument is unchanged, task_ring.cuh).
+  int32_t next = take_ticket(tickets, total);
   for (;;) {
-    const int32_t i = take_ticket(tickets, total);
+    const int32_t i = next;
     if (i < 0) {
       ring.push(i);
       break;
@@ -71,6 +74,7 @@ DETMOE_DEVICE void run_producer_tasks(const LayerParams& p, const LaunchContext&
     const Task task = list.at(i);
     if (task.phase == Phase::kDispatch || task.phase == Phase::kSum) {
       ring.push(i);
+      next = take_ticket(tickets, total);
       continue;
     }
     // Described in the ring's slot, where the consumers take it from.
@@ -83,6 +87,7 @@ DETMOE_DEVICE void run_producer_tasks(const LayerParams& p, const LaunchContext&
       // Rows written by generic stores (dispatch) or other CTAs' TMA stores are read by TMA next.
       fence_proxy_async_global();
     }
+    next = take_ticket(tickets, total);
     if (g.epilogue != TileEpilogue::kScatterRows) {
       produce_tile(g.tile, smem, pipe, st, aborted);
       continue;
