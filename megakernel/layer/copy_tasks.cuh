@@ -18,47 +18,32 @@
 #include "megakernel/layer/sync.cuh"
 #include "megakernel/layer/task_list.cuh"
 #include "megakernel/ptx/common.cuh"
+#include "megakernel/ptx/mbarrier.cuh"
+#include "megakernel/ptx/tma.cuh"
 
 namespace detmoe::mk {
 
 inline constexpr int kCopyThreads = 256;
 inline constexpr int kCopyWarps = kCopyThreads / 32;
 inline constexpr uint32_t kCopyBarrier = 3;  // named barrier of the consumer threads (1, 2: slab stores)
+// place_and_dispatch's shared memory, from the staging's start: the histogram (E ≤ 1024 ints),
+// one mbarrier and one 32-entry destination table per copy warp, and one row buffer per copy
+// warp of kDispatchPieceBytes (a multiple of 128: bulk copies want 16-byte sizes and addresses).
+inline constexpr int32_t kDispatchBarrierOffset = 4096;
+inline constexpr int32_t kDispatchDstOffset = kDispatchBarrierOffset + 128;
+inline constexpr int32_t kDispatchBufferOffset = kDispatchDstOffset + kCopyWarps * 32 * 8;
+inline constexpr int32_t kDispatchPieceBytes = 7808;
 
 DETMOE_DEVICE void copy_barrier() { ptx::named_barrier_sync(kCopyBarrier, kCopyThreads); }
 // The copy barrier, returning whether every thread passed `ok` (one thread's wait decides for all).
 DETMOE_DEVICE bool copy_barrier_and(bool ok) { return ptx::named_barrier_and(kCopyBarrier, kCopyThreads, ok); }
 
-// One warp copies a row of `bytes` (a multiple of 16). Each lane has up to kCopyUnroll 16-byte
-// loads in flight before it stores: with one at a time an SM moved ≈ 10 GB/s (gpt-oss dispatch:
-// 300 µs per 2.9 MB chunk on the H200). 8 in flight made the kernel spill (ptxas -v). The source is a kernel
-// input (never written in the launch), so the read-only path is safe.
-DETMOE_DEVICE void warp_copy_input_row(void* dst, const void* src, int32_t bytes) {
-  constexpr int kCopyUnroll = 4;
-  const uint4* s = static_cast<const uint4*>(src);
-  uint4* d = static_cast<uint4*>(dst);
-  const int32_t n = bytes / 16;
-#pragma unroll 1
-  for (int32_t base = static_cast<int32_t>(ptx::lane_id()); base < n; base += 32 * kCopyUnroll) {
-    uint4 v[kCopyUnroll];
-#pragma unroll
-    for (int u = 0; u < kCopyUnroll; ++u) {
-      const int32_t i = base + 32 * u;
-      if (i < n) v[u] = __ldg(s + i);
-    }
-#pragma unroll
-    for (int u = 0; u < kCopyUnroll; ++u) {
-      const int32_t i = base + 32 * u;
-      if (i < n) d[i] = v[u];
-    }
-  }
-}
-
 // Level 0: place the rows of one chunk of source rank s's tokens (stable counting sort: the
 // chunk's base in each expert from the plan's scan plus the rank inside the chunk, found with
 // __match_any_sync 32 pairs at a time), then copy each x row into its destination rank's
 // receive buffer and signal the destination m-blocks' dispatch counters.
-// `hist`: E ints of shared memory (the staging slabs, free between GEMM epilogues).
+// `hist`: the consumers' staging (free between GEMM epilogues, and dispatch runs before any): E
+// ints of histogram, then the copy warps' mbarriers, destination tables and row buffers.
 DETMOE_DEVICE void place_and_dispatch(const LayerParams& p, const LaunchContext& ctx, int32_t s, int32_t chunk_in_rank,
                                       int* hist) {
   const int tid = static_cast<int>(threadIdx.x) - 128;
@@ -98,28 +83,57 @@ DETMOE_DEVICE void place_and_dispatch(const LayerParams& p, const LaunchContext&
     }
   }
   copy_barrier();
-  // Each lane looks up one row's addresses (a chain of dependent loads), then the warp copies
-  // its 32 rows one after another with the addresses shuffled out: the lookups' latency is paid
-  // once per 32 rows. Looked up row by row, it dominated: 230–400 µs per chunk on the H200.
+  // The copies: one warp per token of the chunk, its lane 0 driving the bulk-copy engine. The x
+  // row comes into the warp's buffer in the staging once (cp.async.bulk, completing on the warp's
+  // mbarrier) and goes out to its k destination rows as k bulk stores from that one copy, in
+  // pieces of at most kDispatchPieceBytes. (Copied by the warp's lanes with 16-byte loads and
+  // stores, each of the k copies re-read the row and the dispatch moved ≈ 1.8 TB/s on an H100,
+  // 0.6 ms per CTA on deepseek-v3, docs/PERF.md session 23.) The bytes are the same.
   const int32_t row_bytes = p.H * 2;
+  uint8_t* scratch = reinterpret_cast<uint8_t*>(hist);
+  uint64_t* bar = reinterpret_cast<uint64_t*>(scratch + kDispatchBarrierOffset) + warp;
+  unsigned long long* dsts = reinterpret_cast<unsigned long long*>(scratch + kDispatchDstOffset) + warp * 32;
+  const uint32_t buffer = ptx::smem_u32(scratch + kDispatchBufferOffset + warp * kDispatchPieceBytes);
+  if (lane == 0) {
+    ptx::mbarrier_init(bar, 1);
+    ptx::fence_mbarrier_init();
+  }
+  __syncwarp();
+  uint32_t phase = 0;
 #pragma unroll 1
-  for (int32_t base = warp * 32; base < pairs; base += kCopyWarps * 32) {
-    const int32_t i = base + static_cast<int32_t>(lane);
-    unsigned long long dst = 0, src = 0;
-    if (i < pairs) {
+  for (int32_t q = warp; q < n; q += kCopyWarps) {
+    // Lane j < k looks up the destination of pair (q, j) (a chain of dependent loads).
+    if (lane < static_cast<uint32_t>(p.k)) {
+      const int32_t i = q * p.k + static_cast<int32_t>(lane);
       const int32_t row = __ldcg(p.ws.slot_row + g0 * p.k + i);  // written by warp 0 before the barrier
       const int32_t d = __ldg(idx + i) / p.experts_per_rank;
       const int64_t local = row - __ldcg(p.ws.rank_row_begin + d);
-      dst = reinterpret_cast<unsigned long long>(p.ws.recv + (static_cast<int64_t>(d) * p.capacity + local) * p.H);
-      src = reinterpret_cast<unsigned long long>(p.rank[s].x + static_cast<int64_t>(t0 + i / p.k) * p.H);
+      dsts[lane] = reinterpret_cast<unsigned long long>(p.ws.recv + (static_cast<int64_t>(d) * p.capacity + local) * p.H);
     }
-    const int32_t rows = min(32, pairs - base);
+    __syncwarp();
+    if (lane == 0) {
+      const char* src = reinterpret_cast<const char*>(p.rank[s].x + static_cast<int64_t>(t0 + q) * p.H);
 #pragma unroll 1
-    for (int32_t r = 0; r < rows; ++r) {
-      warp_copy_input_row(reinterpret_cast<void*>(__shfl_sync(0xffffffffu, dst, r)),
-                          reinterpret_cast<const void*>(__shfl_sync(0xffffffffu, src, r)), row_bytes);
+      for (int32_t off = 0; off < row_bytes; off += kDispatchPieceBytes) {
+        const uint32_t bytes = static_cast<uint32_t>(min(kDispatchPieceBytes, row_bytes - off));
+        ptx::bulk_wait_group_read<0>();  // the previous piece's stores have read the buffer
+        ptx::mbarrier_arrive_expect_tx(bar, bytes);
+        ptx::bulk_load(scratch + kDispatchBufferOffset + warp * kDispatchPieceBytes, src + off, bytes, bar);
+        ptx::mbarrier_wait_parity(bar, phase);
+        phase ^= 1u;
+#pragma unroll 1
+        for (int32_t j = 0; j < p.k; ++j) ptx::bulk_store(reinterpret_cast<char*>(dsts[j]) + off, buffer, bytes);
+        ptx::bulk_commit_group();
+      }
     }
+    __syncwarp();  // dsts is rewritten for the next token only after lane 0 issued these stores
   }
+  if (lane == 0) {
+    ptx::bulk_wait_group_all();  // every row written to global memory
+    fence_proxy_async_global();  // the bulk stores (async proxy) before the release below
+    ptx::mbarrier_inval(bar);    // its bytes are staging again after the task
+  }
+  __syncwarp();
   fence_acq_rel_gpu();
   copy_barrier();
   // One signal per (expert, m-block) the chunk's rows fall in: at most two per expert, since a

@@ -19,6 +19,7 @@
 
 #include <cstdint>
 
+#include "detmoe/problem.h"
 #include "megakernel/gemm/epilogue.cuh"
 #include "megakernel/gemm/smem_layout.cuh"
 #include "megakernel/layer/copy_tasks.cuh"
@@ -39,6 +40,10 @@ namespace detmoe::mk {
 
 static_assert(Cfg::kThreads == kPlanThreads, "the plan runs on the GEMM's 384 threads");
 static_assert(kMaxPlanChunkTokens <= kRowsPerMBlock, "a chunk's rows of one expert span ≤ 2 m-blocks");
+static_assert(kDispatchBarrierOffset >= detmoe::kMaxExperts * 4 && kDispatchPieceBytes % 128 == 0 &&
+                  kDispatchBufferOffset + kCopyWarps * kDispatchPieceBytes <=
+                      Cfg::kConsumerWarpgroups * Cfg::kStagingBytesPerWarpgroup,
+              "place_and_dispatch's histogram, barriers, tables and row buffers fit in the consumers' staging");
 
 // Register split after setmaxnreg, the layer's own (gemm::Tile128x256 keeps the GEMM core's
 // 40/232). The launch gives each of the 384 threads 168 registers (65536 / 384, in steps of 8),

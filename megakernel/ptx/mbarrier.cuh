@@ -12,6 +12,12 @@ DETMOE_DEVICE void mbarrier_init(uint64_t* bar, uint32_t arrivals) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_u32(bar)), "r"(arrivals) : "memory");
 }
 
+// Ends an mbarrier's life (no arrival or wait may be pending): required before its shared memory
+// is used for anything else.
+DETMOE_DEVICE void mbarrier_inval(uint64_t* bar) {
+  asm volatile("mbarrier.inval.shared::cta.b64 [%0];" ::"r"(smem_u32(bar)) : "memory");
+}
+
 // Makes mbarrier.init visible to the async proxy (TMA) and to the other threads; follow it
 // with a CTA barrier before any thread uses the barriers.
 DETMOE_DEVICE void fence_mbarrier_init() { asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory"); }
