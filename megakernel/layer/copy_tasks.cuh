@@ -42,10 +42,11 @@ DETMOE_DEVICE bool copy_barrier_and(bool ok) { return ptx::named_barrier_and(kCo
 // chunk's base in each expert from the plan's scan plus the rank inside the chunk, found with
 // __match_any_sync 32 pairs at a time), then copy each x row into its destination rank's
 // receive buffer and signal the destination m-blocks' dispatch counters.
-// `hist`: the consumers' staging (free between GEMM epilogues, and dispatch runs before any): E
-// ints of histogram, then the copy warps' mbarriers, destination tables and row buffers.
+// `staging`: the consumers' staging (free between GEMM epilogues, and dispatch runs before any):
+// E ints of histogram, then the copy warps' mbarriers, destination tables and row buffers.
 DETMOE_DEVICE void place_and_dispatch(const LayerParams& p, const LaunchContext& ctx, int32_t s, int32_t chunk_in_rank,
-                                      int* hist) {
+                                      uint8_t* staging) {
+  int* hist = reinterpret_cast<int*>(staging);
   const int tid = static_cast<int>(threadIdx.x) - 128;
   const int warp = tid / 32;
   const uint32_t lane = ptx::lane_id();
@@ -90,10 +91,9 @@ DETMOE_DEVICE void place_and_dispatch(const LayerParams& p, const LaunchContext&
   // stores, each of the k copies re-read the row and the dispatch moved ≈ 1.8 TB/s on an H100,
   // 0.6 ms per CTA on deepseek-v3, docs/PERF.md session 23.) The bytes are the same.
   const int32_t row_bytes = p.H * 2;
-  uint8_t* scratch = reinterpret_cast<uint8_t*>(hist);
-  uint64_t* bar = reinterpret_cast<uint64_t*>(scratch + kDispatchBarrierOffset) + warp;
-  unsigned long long* dsts = reinterpret_cast<unsigned long long*>(scratch + kDispatchDstOffset) + warp * 32;
-  const uint32_t buffer = ptx::smem_u32(scratch + kDispatchBufferOffset + warp * kDispatchPieceBytes);
+  uint64_t* bar = reinterpret_cast<uint64_t*>(staging + kDispatchBarrierOffset) + warp;
+  unsigned long long* dsts = reinterpret_cast<unsigned long long*>(staging + kDispatchDstOffset) + warp * 32;
+  uint8_t* buffer = staging + kDispatchBufferOffset + warp * kDispatchPieceBytes;
   if (lane == 0) {
     ptx::mbarrier_init(bar, 1);
     ptx::fence_mbarrier_init();
@@ -118,11 +118,11 @@ DETMOE_DEVICE void place_and_dispatch(const LayerParams& p, const LaunchContext&
         const uint32_t bytes = static_cast<uint32_t>(min(kDispatchPieceBytes, row_bytes - off));
         ptx::bulk_wait_group_read<0>();  // the previous piece's stores have read the buffer
         ptx::mbarrier_arrive_expect_tx(bar, bytes);
-        ptx::bulk_load(scratch + kDispatchBufferOffset + warp * kDispatchPieceBytes, src + off, bytes, bar);
+        ptx::bulk_load(buffer, src + off, bytes, bar);
         ptx::mbarrier_wait_parity(bar, phase);
         phase ^= 1u;
 #pragma unroll 1
-        for (int32_t j = 0; j < p.k; ++j) ptx::bulk_store(reinterpret_cast<char*>(dsts[j]) + off, buffer, bytes);
+        for (int32_t j = 0; j < p.k; ++j) ptx::bulk_store(reinterpret_cast<char*>(dsts[j]) + off, ptx::smem_u32(buffer), bytes);
         ptx::bulk_commit_group();
       }
     }

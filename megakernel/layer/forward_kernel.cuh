@@ -111,7 +111,7 @@ DETMOE_DEVICE void run_consumer_tasks(const LayerParams& p, const LaunchContext&
   const CtaRole role = cta_role(p);
   const TaskList list(p, role.rank, role.phases);
   LayerSlabs out(smem.staging(wg, 0), /*barrier_id=*/1 + wg, issuer);
-  int* hist = reinterpret_cast<int*>(smem.staging(0, 0));  // E ints; slabs are idle between tiles
+  uint8_t* staging = smem.staging(0, 0);  // place_and_dispatch's scratch; slabs are idle between tiles
   EpilogueHandoff handoff(copies, smem, wg);
   Stage st;
   uint32_t table_phase = 0;  // row tables read
@@ -149,7 +149,7 @@ DETMOE_DEVICE void run_consumer_tasks(const LayerParams& p, const LaunchContext&
     if (task.phase != pending_phase) flush();
     switch (task.phase) {
       case Phase::kDispatch:
-        place_and_dispatch(p, ctx, role.rank, task.index, hist);
+        place_and_dispatch(p, ctx, role.rank, task.index, staging);
         break;
       case Phase::kSum:
         weighted_sum(p, ctx, task, role.rank);
