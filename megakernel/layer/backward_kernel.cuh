@@ -139,19 +139,13 @@ DETMOE_DEVICE void run_bwd_consumer(const BackwardParams& bp, const LaunchContex
   uint32_t table_phase = 0;  // row tables read
   // Deferred signals, as the forward's (forward_kernel.cuh): a tile's signal is sent after the
   // next tile's mainloop when that tile is of the same phase (no task waits on its own phase),
-  // at once before a task of another phase, and at the end.
+  // at once before a task of another phase, and at the end. dx tiles are signalled by the
+  // copier that sends their rows (epilogue_copier.cuh).
   BwdPhase pending_phase = BwdPhase::kDone;
   unsigned long long* pending = nullptr;
-  SlotRun pending_run{nullptr, 0};
   auto flush = [&] {
     if (pending_phase == BwdPhase::kDone) return;
-    if (pending_phase == BwdPhase::kDgrad2) {
-      handoff.landed();  // the copier sent the dx rows (epilogue_copier.cuh)
-      if (pending_run.counter != nullptr && !launch_aborted(ctx)) {
-        fence_acq_rel_gpu();
-        signal_stamped(pending_run.counter, pending_run.amount);
-      }
-    } else if (issuer) {
+    if (pending_phase != BwdPhase::kDgrad2 && issuer) {
       out.drain();
       fence_proxy_async_global();
       if (pending != nullptr && !launch_aborted(ctx)) signal_stamped(pending, 1);
@@ -165,7 +159,8 @@ DETMOE_DEVICE void run_bwd_consumer(const BackwardParams& bp, const LaunchContex
     TaskTracer::start(p);
     if (task.phase != pending_phase) flush();
     if (task.phase == BwdPhase::kDyDispatch) {
-      dy_dispatch(bp, ctx, role.rank, task.index);
+      handoff.reclaim();  // the copier's last job (if any) has read the staging the dispatch writes
+      dy_dispatch(bp, ctx, role.rank, task.index, smem.staging(0, 0));
     } else if (task.phase == BwdPhase::kDxSum) {
       dx_sum(bp, ctx, task, role.rank);
     } else {
@@ -193,14 +188,12 @@ DETMOE_DEVICE void run_bwd_consumer(const BackwardParams& bp, const LaunchContex
       TaskTracer::mainloop_done(p, 0);
       flush();
       TaskTracer::epilogue_start(p);
-      pending_run = SlotRun{nullptr, 0};
       switch (g.epilogue) {
         case BwdEpilogue::kDSwiGLU:
           DSwiGLUEpilogue::apply(acc, et, g.out_cols, wg, issuer, smem, pipe, st, g.map_c);
           break;
         case BwdEpilogue::kScatterDx:
           handoff.scatter_rows(acc, et, col_end, ctx, where);
-          pending_run = where.run;
           break;
         case BwdEpilogue::kStore: {
           handoff.reclaim();  // the slabs lie in the copier's staging
@@ -254,7 +247,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) layer_backward_kernel(const 
       if (threadIdx.x == 0) {
         run_bwd_producer(bp, ctx, smem, pipe, ring, table_shared);
       } else if (warp == 1 || warp == 2) {
-        run_epilogue_copier<false>(p, smem, copies_shared, static_cast<int>(warp) - 1, DxSlotRow{});
+        run_epilogue_copier<false>(p, ctx, smem, copies_shared, static_cast<int>(warp) - 1, DxSlotRow{});
       }
       __syncwarp();
     } else {

@@ -385,13 +385,100 @@ DETMOE_DEVICE BwdGemmTask describe_bwd_task(const BackwardParams& bp, const BwdT
   return g;
 }
 
-// Level 0: dy rows and d_topk_w for one plan chunk of source rank s's tokens. One warp per
-// (token, slot) pair: lanes walk the row in 8-column pieces (lane·8 + 256·i), each lane summing
-// dout·y with fmaf in that order, then a fixed butterfly over the warp (lane 0's value is kept):
-// the order depends on H alone. The dy row dy = bf16(w·dout) (the reference's product) goes to
-// the pair's row of the forward's plan in its expert's rank; then each pair adds 1 to its
-// m-block's dy_ready counter (one add per group of lanes with the same counter).
-DETMOE_DEVICE void dy_dispatch(const BackwardParams& bp, const LaunchContext& ctx, int32_t s, int32_t chunk_in_rank) {
+// The dy dispatch's steps: kDyPieces column pieces of 256 columns (16 bytes per lane) of the dout
+// row and of kDySlots slots' y rows. A warp writes a step's dy pieces (512 bytes each) into one of
+// its two buffers in the staging (a step's stores read one while the next step writes the other).
+// One piece of four slots: two pieces (or one of eight) per step made ptxas spill ≈ 100 bytes
+// more (ptxas -v), and two pieces of four ran mixtral-8x7b's backward 1 ms slower on an H100
+// (docs/PERF.md session 24).
+inline constexpr int kDyPieces = 1;
+inline constexpr int kDySlots = 4;
+inline constexpr int32_t kDyPieceBytes = 512;
+inline constexpr int32_t kDyWarpBytes = 2 * kDyPieces * kDySlots * kDyPieceBytes;
+static_assert(kCopyWarps * kDyWarpBytes <= Cfg::kConsumerWarpgroups * Smem::kStagingBytesPerWarpgroup,
+              "the copy warps' dy buffers fit the consumers' staging");
+
+// One token's slots [j0, j0 + kg) (kg ≤ kDySlots) for one warp: each step loads kDyPieces column
+// pieces of the dout row (once for the group's slots) and of the kg y rows (yrow: slot j0's),
+// adds dout·y into each slot's lane partial (fmaf, columns in increasing order: lane·8 + 256·i,
+// then the 8 of a piece), writes the dy pieces bf16(w·dout) into the warp's buffer and lane j
+// bulk-stores slot j's pieces to `dst` (lane j's destination row; null: none). `step` counts the
+// warp's steps (the buffer parity). Every lane commits one bulk group per step, so "at most one
+// pending" leaves only the other buffer being read.
+DETMOE_DEVICE void dy_token_slots(const uint16_t* drow, const uint16_t* yrow, int32_t H, int32_t kg,
+                                  const float (&wt)[kDySlots], uint16_t* dst, uint32_t buffers, uint32_t& step,
+                                  float (&partial)[kDySlots]) {
+  constexpr int kPieces = kDyPieces, kSlots = kDySlots;
+  const uint32_t lane = ptx::lane_id();
+#pragma unroll 1
+  for (int32_t c0 = 0; c0 < H; c0 += 256 * kPieces) {
+    uint4 dv[kPieces], yv[kPieces][kSlots];
+#pragma unroll
+    for (int u = 0; u < kPieces; ++u) {
+      const int32_t c = c0 + 256 * u + static_cast<int32_t>(lane) * 8;
+      if (c < H) {
+        dv[u] = __ldg(reinterpret_cast<const uint4*>(drow + c));
+#pragma unroll
+        for (int j = 0; j < kSlots; ++j) {
+          if (j < kg) yv[u][j] = __ldcg(reinterpret_cast<const uint4*>(yrow + static_cast<int64_t>(j) * H + c));
+        }
+      }
+    }
+    ptx::bulk_wait_group_read<1>();  // this buffer's stores of two steps ago have read it
+    __syncwarp();
+    const uint32_t buffer = buffers + (step & 1u) * (kPieces * kSlots * kDyPieceBytes);
+#pragma unroll
+    for (int u = 0; u < kPieces; ++u) {
+      const int32_t c = c0 + 256 * u + static_cast<int32_t>(lane) * 8;
+      if (c >= H) break;
+      const uint16_t* dd = reinterpret_cast<const uint16_t*>(&dv[u]);
+#pragma unroll
+      for (int j = 0; j < kSlots; ++j) {
+        if (j >= kg) break;
+        const uint16_t* yy = reinterpret_cast<const uint16_t*>(&yv[u][j]);
+        uint32_t o[4];
+#pragma unroll
+        for (int v = 0; v < 8; v += 2) {
+          const float d0 = float_from_bf16_bits(dd[v]), d1 = float_from_bf16_bits(dd[v + 1]);
+          partial[j] = fmaf(d0, float_from_bf16_bits(yy[v]), partial[j]);
+          partial[j] = fmaf(d1, float_from_bf16_bits(yy[v + 1]), partial[j]);
+          o[v / 2] = static_cast<uint32_t>(bf16_bits_from_float(wt[j] * d0)) |
+                     (static_cast<uint32_t>(bf16_bits_from_float(wt[j] * d1)) << 16);
+        }
+        ptx::st_shared_v4(buffer + static_cast<uint32_t>(u * kSlots + j) * kDyPieceBytes + lane * 16,
+                          make_uint4(o[0], o[1], o[2], o[3]));
+      }
+    }
+    ptx::fence_proxy_async_shared();  // st.shared (generic) → the bulk stores' reads
+    __syncwarp();
+    if (dst != nullptr) {
+#pragma unroll
+      for (int u = 0; u < kPieces; ++u) {
+        const int32_t c = c0 + 256 * u;
+        if (c >= H) break;
+        ptx::bulk_store(dst + c, buffer + static_cast<uint32_t>(u * kSlots + lane) * kDyPieceBytes,
+                        static_cast<uint32_t>(min(256, H - c)) * 2);
+      }
+    }
+    ptx::bulk_commit_group();
+    ++step;
+  }
+}
+
+// Level 0: dy rows and d_topk_w for one plan chunk of source rank s's tokens. One warp per token,
+// its slots in groups of kDySlots: the dout row is read once per group and each slot's y row
+// once (dy_token_slots: the lanes walk the rows in 8-column pieces, lane·8 + 256·i, each summing
+// dout·y with fmaf in that order, then a fixed butterfly over the warp whose lane-0 value is
+// kept — the order depends on H alone). The dy row dy = bf16(w·dout)
+// (the reference's product) goes through the warp's buffer in the staging to the pair's row of
+// the forward's plan in its expert's rank by bulk stores (one lane per slot), then each pair
+// adds 1 to its m-block's dy_ready counter (one add per group of lanes with the same counter).
+// (With a warp per pair, 16-byte loads and stores from every lane and dout re-read per slot, the
+// dispatch moved ≈ 1.8 TB/s on an H100: 1.1 ms per CTA on deepseek-v3, docs/PERF.md session 24.)
+// `staging`: the consumers' staging, idle here (the backward's first tasks; the caller reclaimed
+// it from the copier).
+DETMOE_DEVICE void dy_dispatch(const BackwardParams& bp, const LaunchContext& ctx, int32_t s, int32_t chunk_in_rank,
+                               uint8_t* staging) {
   const LayerParams& p = bp.f;
   const int tid = static_cast<int>(threadIdx.x) - 128;
   const int warp = tid / 32;
@@ -407,75 +494,49 @@ DETMOE_DEVICE void dy_dispatch(const BackwardParams& bp, const LaunchContext& ct
   copy_barrier();
   const bool go = tid != 0 || !launch_aborted(ctx);
   if (!copy_barrier_and(go)) return;
-  // Each lane looks up one pair's rows (dependent loads), then the warp runs its 32 pairs one after
-  // another with the addresses shuffled out, so the lookups' latency is paid once per 32 pairs
-  // (as the forward's dispatch does).
   float* d_topk_w = bp.grad[s].d_topk_w + static_cast<int64_t>(t0) * p.k;
+  const uint32_t buffers = ptx::smem_u32(staging) + static_cast<uint32_t>(warp) * kDyWarpBytes;
+  uint32_t step = 0;
 #pragma unroll 1
-  for (int32_t base = warp * 32; base < pairs; base += kCopyWarps * 32) {
-    const int32_t i = base + static_cast<int32_t>(lane);
-    unsigned long long dst_bits = 0, drow_bits = 0, yrow_bits = 0;
-    float w_lane = 0.0f;
-    if (i < pairs) {
-      const int32_t t = t0 + i / p.k, j = i % p.k;
-      const int32_t row = __ldcg(p.ws.slot_row + g0 * p.k + i);
-      const int32_t d = __ldg(idx + static_cast<int64_t>(t) * p.k + j) / p.experts_per_rank;
-      const int64_t local = row - __ldcg(p.ws.rank_row_begin + d);
-      // The forward's plan put every row inside its rank's buffer; checked anyway, so that a
-      // stale table can never send a store outside dy (such a pair is skipped).
-      if (local >= 0 && local < p.capacity) {
-        dst_bits = reinterpret_cast<unsigned long long>(p.ws.dy + (static_cast<int64_t>(d) * p.capacity + local) * p.H);
-        drow_bits = reinterpret_cast<unsigned long long>(dout + static_cast<int64_t>(t) * p.H);
-        yrow_bits = reinterpret_cast<unsigned long long>(ys + (static_cast<int64_t>(t) * p.k + j) * p.H);
-        w_lane = __ldg(w + static_cast<int64_t>(t) * p.k + j);
+  for (int32_t q = warp; q < n; q += kCopyWarps) {
+    const int32_t t = t0 + q;
+#pragma unroll 1
+    for (int32_t j0 = 0; j0 < p.k; j0 += kDySlots) {
+      const int32_t kg = min(kDySlots, p.k - j0);
+      // Lane j < kg: pair (t, j0 + j)'s destination row and weight (a chain of dependent loads).
+      uint16_t* dst = nullptr;
+      float w_lane = 0.0f;
+      if (lane < static_cast<uint32_t>(kg)) {
+        const int32_t i = q * p.k + j0 + static_cast<int32_t>(lane);
+        const int32_t row = __ldcg(p.ws.slot_row + g0 * p.k + i);
+        const int32_t d = __ldg(idx + static_cast<int64_t>(t) * p.k + j0 + lane) / p.experts_per_rank;
+        const int64_t local = row - __ldcg(p.ws.rank_row_begin + d);
+        // The forward's plan put every row inside its rank's buffer; checked anyway, so that a
+        // stale table can never send a store outside dy (such a pair is skipped).
+        if (local >= 0 && local < p.capacity) dst = p.ws.dy + (static_cast<int64_t>(d) * p.capacity + local) * p.H;
+        w_lane = __ldg(w + static_cast<int64_t>(t) * p.k + j0 + lane);
       }
-    }
-    const int32_t rows = min(32, pairs - base);
-#pragma unroll 1
-    for (int32_t r = 0; r < rows; ++r) {
-      uint16_t* dst = reinterpret_cast<uint16_t*>(__shfl_sync(0xffffffffu, dst_bits, r));
-      if (dst == nullptr) continue;  // uniform over the warp
-      const uint16_t* drow = reinterpret_cast<const uint16_t*>(__shfl_sync(0xffffffffu, drow_bits, r));
-      const uint16_t* yrow = reinterpret_cast<const uint16_t*>(__shfl_sync(0xffffffffu, yrow_bits, r));
-      const float wt = __shfl_sync(0xffffffffu, w_lane, r);
-      float partial = 0.0f;
-      // kDyBatch pieces of both rows loaded before their FMAs (one load in flight per lane left
-      // the copy latency-bound, as the forward's weighted sum was); the FMAs still run piece by
-      // piece in increasing column order, so the bits do not depend on the batch.
-      constexpr int kDyBatch = 2;
-#pragma unroll 1
-      for (int32_t c0 = static_cast<int32_t>(lane) * 8; c0 < p.H; c0 += 256 * kDyBatch) {
-        uint4 dv[kDyBatch], yv[kDyBatch];
+      const uint32_t sent = __ballot_sync(0xffffffffu, dst != nullptr);
+      float wt[kDySlots], partial[kDySlots];
 #pragma unroll
-        for (int u = 0; u < kDyBatch; ++u) {
-          const int32_t c = c0 + 256 * u;
-          if (c < p.H) {
-            dv[u] = __ldg(reinterpret_cast<const uint4*>(drow + c));
-            yv[u] = __ldcg(reinterpret_cast<const uint4*>(yrow + c));
-          }
-        }
-#pragma unroll
-        for (int u = 0; u < kDyBatch; ++u) {
-          const int32_t c = c0 + 256 * u;
-          if (c >= p.H) break;
-          const uint16_t* dd = reinterpret_cast<const uint16_t*>(&dv[u]);
-          const uint16_t* yy = reinterpret_cast<const uint16_t*>(&yv[u]);
-          uint4 packed;
-          uint16_t* o = reinterpret_cast<uint16_t*>(&packed);
-#pragma unroll
-          for (int v = 0; v < 8; ++v) {
-            const float dvf = float_from_bf16_bits(dd[v]);
-            partial = fmaf(dvf, float_from_bf16_bits(yy[v]), partial);
-            o[v] = bf16_bits_from_float(wt * dvf);
-          }
-          *reinterpret_cast<uint4*>(dst + c) = packed;
-        }
+      for (int j = 0; j < kDySlots; ++j) {
+        wt[j] = __shfl_sync(0xffffffffu, w_lane, j);
+        partial[j] = 0.0f;
       }
+      dy_token_slots(dout + static_cast<int64_t>(t) * p.H, ys + (static_cast<int64_t>(t) * p.k + j0) * p.H, p.H, kg, wt,
+                     dst, buffers, step, partial);
 #pragma unroll
-      for (int off = 16; off > 0; off >>= 1) partial = partial + __shfl_xor_sync(0xffffffffu, partial, off);
-      if (lane == 0) d_topk_w[base + r] = partial;
+      for (int j = 0; j < kDySlots; ++j) {
+        if (j >= kg) break;
+#pragma unroll
+        for (int off = 16; off > 0; off >>= 1) partial[j] = partial[j] + __shfl_xor_sync(0xffffffffu, partial[j], off);
+        if (lane == 0 && (sent >> j & 1u)) d_topk_w[q * p.k + j0 + j] = partial[j];
+      }
     }
   }
+  ptx::bulk_wait_group_all();  // every dy piece written to global memory
+  fence_proxy_async_global();  // the bulk stores (async proxy) before the release below
+  __syncwarp();
   fence_acq_rel_gpu();
   copy_barrier();
   // Signals: lanes whose pairs fall in the same (rank, m-block) add together.

@@ -21,14 +21,20 @@
 //    stores a with TMA. The math (≈ half of the consumers' 6 µs GEMM1 epilogue) moves off the
 //    tensor cores' critical path.
 //
+// The copier also sends the tile's signal once the job's stores have landed: the rows' slots-ready
+// runs (a row job) or the GEMM1 tile's done counter (a SwiGLU job). The consumers used to wait
+// for the landing after the next tile's mainloop and signal themselves; their fence.acq_rel.gpu
+// and red.release.gpu cost 2.2–2.4 µs per GEMM2 tile on the H100 (docs/PERF.md session 23), on
+// the tensor cores' critical path. The copier pays them between jobs instead.
+//
 // Per consumer warpgroup w, one job at a time (the staging is single-buffered):
 //   full[w]    128 arrivals: every consumer thread, after its stmatrix and the job's fields
-//   free[w]     32 arrivals: every copier lane, once the job's reads of the staging are done
-//   landed[w]   32 arrivals: every copier lane, once the job's stores are complete in global memory
-// Job n completes phase n of each. The consumers wait for `free` before writing the staging again
-// (the next job, or a slab-store epilogue: reclaim) and for `landed` before the tile's signal
-// (the deferred flush). A job with kind kEnd stops the copier. No cycle: the copier waits only
-// for jobs, the consumers only for jobs they already handed over.
+//   free[w]     32 arrivals: every copier lane, once the job's reads of the staging and of its
+//               fields are done
+// Job n completes phase n of each. The consumers wait for `free` before writing the staging or
+// the job's fields again (the next job, or a slab-store epilogue: reclaim). A job with kind kEnd
+// stops the copier. No cycle: the copier waits only for jobs, the consumers only for jobs they
+// already handed over.
 #pragma once
 
 #include <cuda.h>
@@ -60,13 +66,17 @@ struct CopyJob {
   int32_t row, row_end;  // kSwiGLU: the warpgroup's rows in the maps (ragged)
   const CUtensorMap* map_a;  // kSwiGLU
   const CUtensorMap* map_h;  // kSwiGLU: null when h is not saved
+  unsigned long long* done;  // kSwiGLU: +1 once a (and h) landed; null: none
   int32_t slot[Cfg::kWarpgroupRows];  // kRows: row i's global slot g·k + j, −1: not sent
+  // kRows: the slots-ready signal owed from row i (the first row of a run: slot_run_of), sent once
+  // the job's rows landed; a null counter: none.
+  unsigned long long* run_counter[Cfg::kWarpgroupRows];
+  uint32_t run_amount[Cfg::kWarpgroupRows];
 };
 
 struct CopierStorage {
   uint64_t full[Cfg::kConsumerWarpgroups];
   uint64_t free[Cfg::kConsumerWarpgroups];
-  uint64_t landed[Cfg::kConsumerWarpgroups];
   CopyJob job[Cfg::kConsumerWarpgroups];
 };
 
@@ -80,7 +90,6 @@ DETMOE_DEVICE void init_copier(CopierStorage& s) {
   for (int w = 0; w < Cfg::kConsumerWarpgroups; ++w) {
     ptx::mbarrier_init(&s.full[w], 128);
     ptx::mbarrier_init(&s.free[w], 32);
-    ptx::mbarrier_init(&s.landed[w], 32);
   }
 }
 
@@ -106,8 +115,13 @@ class EpilogueHandoff {
     }
     CopyJob& job = s_.job[wg_];
     // After an abort the accumulators are garbage and the row table may be stale: the job is
-    // still handed over (every barrier keeps its count) but sends nothing.
-    if (thread_ < static_cast<uint32_t>(Cfg::kWarpgroupRows)) job.slot[thread_] = launch_aborted(ctx) ? -1 : where.slot;
+    // still handed over (every barrier keeps its count) but sends and signals nothing.
+    if (thread_ < static_cast<uint32_t>(Cfg::kWarpgroupRows)) {
+      const bool aborted = launch_aborted(ctx);
+      job.slot[thread_] = aborted ? -1 : where.slot;
+      job.run_counter[thread_] = aborted ? nullptr : where.run.counter;
+      job.run_amount[thread_] = where.run.amount;
+    }
     if (thread_ == 0) {
       job.kind = CopyJobKind::kRows;
       job.col0 = t.col0;
@@ -117,13 +131,14 @@ class EpilogueHandoff {
   }
 
   // SwiGLU: h = [g | u] of the warpgroup's window to the copier, which stores h (map_h, when
-  // not null) and a. Gate column c in register c, up column c in register kUp + c (the tile's
-  // form, gemm_tiles.cuh). After an abort the copier stores garbage into the workspace only,
-  // as the consumers' own epilogue did.
+  // not null) and a, then adds 1 to `done` (null: none). Gate column c in register c, up column
+  // c in register kUp + c (the tile's form, gemm_tiles.cuh). After an abort the copier stores
+  // garbage into the workspace only, as the consumers' own epilogue did, and signals nothing.
+  // False (uniformly) when the window is empty: no job, and the caller owes `done` itself.
   template <int kUp>
-  DETMOE_DEVICE void swiglu(const float (&acc)[Cfg::kAccumulators], const gemm::EpilogueTile& t, int32_t F,
-                            const CUtensorMap* map_a, const CUtensorMap* map_h) {
-    if (t.row >= t.row_end || t.col0 >= F) return;  // uniform: no job
+  DETMOE_DEVICE bool swiglu(const float (&acc)[Cfg::kAccumulators], const gemm::EpilogueTile& t, int32_t F,
+                            const CUtensorMap* map_a, const CUtensorMap* map_h, unsigned long long* done) {
+    if (t.row >= t.row_end || t.col0 >= F) return false;  // uniform: no job
     const int32_t slabs = t.col0 + 64 < F ? 2 : 1;  // gate slabs inside F (F is a multiple of 64)
     acquire_staging();
 #pragma unroll
@@ -143,22 +158,16 @@ class EpilogueHandoff {
       job.row_end = t.row_end;
       job.map_a = map_a;
       job.map_h = map_h;
+      job.done = done;
     }
     hand_over();
+    return true;
   }
 
   // Before a slab-store epilogue (gemm::SlabStore) writes the staging's first two boxes.
   DETMOE_DEVICE void reclaim() {
     wait_free();
     slabs_written_ = true;
-  }
-
-  // Before the signal of the last handed-over tile: its stores have landed (no-op when the
-  // pending tile handed nothing over).
-  DETMOE_DEVICE void landed() {
-    if (!landing_) return;
-    ptx::mbarrier_wait_parity(&s_.landed[wg_], (jobs_ - 1) & 1u);
-    landing_ = false;
   }
 
   // After the warpgroup's last task: stops its copier.
@@ -188,7 +197,6 @@ class EpilogueHandoff {
     ptx::fence_proxy_async_shared();  // stmatrix (generic) → the copier's TMA reads
     ptx::mbarrier_arrive(&s_.full[wg_]);  // release: the staging and the job's fields
     ++jobs_;
-    landing_ = true;
   }
 
   CopierStorage& s_;
@@ -196,7 +204,6 @@ class EpilogueHandoff {
   uint32_t base_;
   uint32_t thread_;
   uint32_t jobs_ = 0;
-  bool landing_ = false;        // the last job's landing not yet waited for
   bool slabs_written_ = false;  // a slab-store epilogue since the last job
 };
 
@@ -222,8 +229,8 @@ DETMOE_DEVICE void swiglu_slab_in_place(uint32_t g_slab, uint32_t u_slab, uint32
 // `slot_row(p, slot)`: a slot's destination row (rows jobs). kSwiGLUJobs: whether this kernel
 // hands over SwiGLU jobs (the backward does not).
 template <bool kSwiGLUJobs, class SlotRow>
-DETMOE_DEVICE void run_epilogue_copier(const LayerParams& p, const Smem& smem, CopierStorage& s, int w,
-                                       SlotRow slot_row) {
+DETMOE_DEVICE void run_epilogue_copier(const LayerParams& p, const LaunchContext& ctx, const Smem& smem,
+                                       CopierStorage& s, int w, SlotRow slot_row) {
   const uint32_t lane = ptx::lane_id();
   const uint32_t base = ptx::smem_u32(smem.staging(w, 0));
   for (uint32_t n = 0;; ++n) {
@@ -231,6 +238,22 @@ DETMOE_DEVICE void run_epilogue_copier(const LayerParams& p, const Smem& smem, C
     const CopyJob& job = s.job[w];
     const CopyJobKind kind = job.kind;
     if (kind == CopyJobKind::kEnd) break;
+    // The signals this lane owes once the job's stores landed, read before `free` hands the
+    // job's fields back: rows l and l + 32's runs, or (lane 0) the SwiGLU tile's done counter.
+    unsigned long long* signal[2];
+    uint32_t amount[2];
+    if (!kSwiGLUJobs || kind == CopyJobKind::kRows) {
+#pragma unroll
+      for (uint32_t h = 0; h < 2; ++h) {
+        signal[h] = job.run_counter[lane + 32 * h];
+        amount[h] = job.run_amount[lane + 32 * h];
+      }
+    } else {
+      signal[0] = lane == 0 ? job.done : nullptr;
+      amount[0] = 1;
+      signal[1] = nullptr;
+      amount[1] = 0;
+    }
     if (!kSwiGLUJobs || kind == CopyJobKind::kRows) {
       // Lane l sends rows l and l + 32.
       const int32_t col0 = job.col0;
@@ -272,8 +295,15 @@ DETMOE_DEVICE void run_epilogue_copier(const LayerParams& p, const Smem& smem, C
     }
     ptx::mbarrier_arrive(&s.free[w]);
     ptx::bulk_wait_group_all();
-    fence_proxy_async_global();  // the stores (async proxy) before the consumers' signal
-    ptx::mbarrier_arrive(&s.landed[w]);
+    fence_proxy_async_global();  // this lane's stores (async proxy) before the signals
+    __syncwarp();  // every lane's stores landed before any lane signals (a run spans lanes)
+    if ((signal[0] != nullptr || signal[1] != nullptr) && !launch_aborted(ctx)) {
+      fence_acq_rel_gpu();  // cumulative: the other lanes' writes this lane observed
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        if (signal[h] != nullptr) signal_stamped(signal[h], amount[h]);
+      }
+    }
   }
 }
 

@@ -115,25 +115,18 @@ DETMOE_DEVICE void run_consumer_tasks(const LayerParams& p, const LaunchContext&
   EpilogueHandoff handoff(copies, smem, wg);
   Stage st;
   uint32_t table_phase = 0;  // row tables read
-  // A GEMM tile's signal waits for its stores to land. It is sent after the NEXT tile's
-  // mainloop (the stores had that long to complete, so the wait is free) when that tile is of
-  // the same phase — a task never waits on a counter of its own phase, so the delay cannot
-  // deadlock — and at once before a task of another phase and at the end. Every thread of the
-  // warpgroup calls flush() at the same points.
-  Phase pending_phase = Phase::kDone;  // kDone: nothing pending
-  unsigned long long* pending = nullptr;  // TMA-store tiles: the done counter (the issuer adds 1)
-  SlotRun pending_run{nullptr, 0};        // routed GEMM2: this thread's slots-ready signal
+  // A slab-store tile's signal (the shared expert's GEMM2, or a warpgroup that handed no job
+  // over) waits for the warpgroup's own stores to land. It is sent after the NEXT tile's mainloop
+  // (the stores had that long to complete, so the wait is free) when that tile is of the same
+  // phase — a task never waits on a counter of its own phase, so the delay cannot deadlock — and
+  // at once before a task of another phase and at the end. Tiles handed to the copier are
+  // signalled by the copier (epilogue_copier.cuh). Every thread of the warpgroup calls flush()
+  // at the same points.
+  Phase pending_phase = Phase::kDone;     // kDone: nothing pending
+  unsigned long long* pending = nullptr;  // the done counter the issuer adds 1 to (null: none)
   auto flush = [&] {
     if (pending_phase == Phase::kDone) return;
-    // A tile handed to the copier (epilogue_copier.cuh): its stores have landed; each thread
-    // sees that through the mbarrier and releases its own signal at GPU scope.
-    handoff.landed();
-    if (pending_phase == Phase::kGemm2) {
-      if (pending_run.counter != nullptr && !launch_aborted(ctx)) {
-        fence_acq_rel_gpu();
-        signal_stamped(pending_run.counter, pending_run.amount);
-      }
-    } else if (issuer) {
+    if (issuer && pending != nullptr) {
       out.drain();  // this warpgroup's own TMA stores (slab-store tiles) are complete in global memory
       fence_proxy_async_global();
       if (!launch_aborted(ctx)) signal_stamped(pending, 1);
@@ -164,9 +157,10 @@ DETMOE_DEVICE void run_consumer_tasks(const LayerParams& p, const LaunchContext&
         float acc[Cfg::kAccumulators];
 #pragma unroll
         for (int r = 0; r < Cfg::kAccumulators; ++r) acc[r] = 0.0f;
-        pending_run = consume_tile(wg, *described, p, ctx, smem, pipe, st, out, handoff, table, table_phase, acc, flush);
+        const bool owes = consume_tile(wg, *described, described->done, p, ctx, smem, pipe, st, out, handoff, table,
+                                       table_phase, acc, flush);
         pending_phase = task.phase;
-        pending = described->done;
+        pending = owes ? described->done : nullptr;
         break;
       }
     }
@@ -215,7 +209,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) layer_forward_kernel(const _
       if (threadIdx.x == 0) {
         run_producer_tasks(p, ctx, smem, pipe, ring, table_shared);
       } else if (warp == 1 || warp == 2) {
-        run_epilogue_copier<true>(p, smem, copies_shared, static_cast<int>(warp) - 1, YSlotRow{});
+        run_epilogue_copier<true>(p, ctx, smem, copies_shared, static_cast<int>(warp) - 1, YSlotRow{});
       }
       __syncwarp();  // each warp reaches the CTA barrier below converged (bar.sync is .aligned)
     } else {

@@ -43,11 +43,14 @@ struct TileWork {
 // warpgroup's window — its 64 rows × the tile's columns, or with a split shape rows 0–63 × its
 // part of the columns. Either way the window's columns sit in the registers where a full tile
 // keeps its first columns, so the epilogues are the full tile's, told where the window ends.
-// Returns the slots-ready signal this thread owes (kScatterRows), else none. A kScatterRows tile
-// reads its rows from the producer's shared-memory table (row_table.cuh; `table_phase` counts
-// the tables read).
+// The tile's signal: a job handed to the copier carries it (the rows' slots-ready runs, or
+// GEMM1's `done`), sent once its stores land; true when the warpgroup still owes `done` itself (a
+// slab-store tile, or a SwiGLU window with no rows or columns). A kScatterRows tile reads its
+// rows from the producer's shared-memory table (row_table.cuh; `table_phase` counts the tables
+// read).
 template <class BeforeEpilogue>
-DETMOE_DEVICE SlotRun consume_tile(int wg, const TileWork& work, const LayerParams& p, const LaunchContext& ctx,
+DETMOE_DEVICE bool consume_tile(int wg, const TileWork& work, unsigned long long* done, const LayerParams& p,
+                                const LaunchContext& ctx,
                                    const Smem& smem, const Pipe& pipe, Stage& st, LayerSlabs& out,
                                    EpilogueHandoff& handoff, RowTable& table, uint32_t& table_phase, float (&acc)[Cfg::kAccumulators],
                                    BeforeEpilogue&& before_epilogue) {
@@ -92,14 +95,12 @@ DETMOE_DEVICE SlotRun consume_tile(int wg, const TileWork& work, const LayerPara
   switch (epilogue) {
     case TileEpilogue::kSwiGLU:
       if (up_register(shape) == 32) {
-        handoff.swiglu<32>(acc, et, out_cols, map_c, store_h ? map_h : nullptr);
-      } else {
-        handoff.swiglu<64>(acc, et, out_cols, map_c, store_h ? map_h : nullptr);
+        return !handoff.swiglu<32>(acc, et, out_cols, map_c, store_h ? map_h : nullptr, done);
       }
-      break;
+      return !handoff.swiglu<64>(acc, et, out_cols, map_c, store_h ? map_h : nullptr, done);
     case TileEpilogue::kScatterRows:
       handoff.scatter_rows(acc, et, col_end, ctx, where);
-      return where.run;
+      return false;
     case TileEpilogue::kStore: {
       handoff.reclaim();  // the slabs lie in the copier's staging
       gemm::KernelParams kp{};
@@ -109,7 +110,7 @@ DETMOE_DEVICE SlotRun consume_tile(int wg, const TileWork& work, const LayerPara
       break;
     }
   }
-  return {nullptr, 0};
+  return true;
 }
 
 }  // namespace detmoe::mk
