@@ -5,8 +5,10 @@
 //   every thread        stamp this launch's counters, reset the tickets, one grid barrier
 //   warpgroup 0         producer: for each GEMM task of the CTA's list, wait for its inputs,
 //                       then stream its k-blocks with TMA (data-grad or weight-grad form)
+//   warp 1, 2           copiers: the dx tiles' rows to their slots, and their signals
+//   warp 3              the d_x sums of the CTA's share of token chunks (run_dx_sums)
 //   warpgroups 1, 2     consumers: mainloop + epilogue (dSwiGLU, the dx scatter, or a store) +
-//                       signal for GEMM tasks; dy dispatch and the d_x sum otherwise
+//                       signal for GEMM tasks; the dy dispatch otherwise
 //   thread 0, at exit   the last CTA to finish advances the launch epoch
 //
 // It reads what the last forward left in the workspace: the plan (row of every (token, slot)),
@@ -87,7 +89,7 @@ DETMOE_DEVICE void run_bwd_producer(const BackwardParams& bp, const LaunchContex
     ring.push(i);
     if (i < 0) break;
     const BwdTask task = list.at(i);
-    if (task.phase == BwdPhase::kDyDispatch || task.phase == BwdPhase::kDxSum) {
+    if (task.phase == BwdPhase::kDyDispatch) {
       next = take_ticket(tickets, total);
       continue;
     }
@@ -161,8 +163,6 @@ DETMOE_DEVICE void run_bwd_consumer(const BackwardParams& bp, const LaunchContex
     if (task.phase == BwdPhase::kDyDispatch) {
       handoff.reclaim();  // the copier's last job (if any) has read the staging the dispatch writes
       dy_dispatch(bp, ctx, role.rank, task.index, smem.staging(0, 0));
-    } else if (task.phase == BwdPhase::kDxSum) {
-      dx_sum(bp, ctx, task, role.rank);
     } else {
       const BwdGemmTask g = describe_bwd_task(bp, task, role.rank, list, walker);
       float acc[Cfg::kAccumulators];
@@ -248,6 +248,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) layer_backward_kernel(const 
         run_bwd_producer(bp, ctx, smem, pipe, ring, table_shared);
       } else if (warp == 1 || warp == 2) {
         run_epilogue_copier<false>(p, ctx, smem, copies_shared, static_cast<int>(warp) - 1, DxSlotRow{});
+      } else if (warp == 3) {
+        run_dx_sums(bp, ctx);
       }
       __syncwarp();
     } else {

@@ -65,8 +65,11 @@ static_assert(static_cast<uint32_t>(TaskKind::kDyDispatch) + static_cast<uint32_
 inline constexpr int kBwdListPhases = 10;
 
 constexpr uint32_t bwd_phase_bit(BwdPhase ph) { return 1u << static_cast<int>(ph); }
-inline constexpr uint32_t kBwdCommPhases = bwd_phase_bit(BwdPhase::kDyDispatch) | bwd_phase_bit(BwdPhase::kDxSum);
-inline constexpr uint32_t kBwdAllPhases = (1u << kBwdListPhases) - 1u;
+// The d_x sums are not taken by tickets: warp 3 of every CTA's producer warpgroup, idle
+// otherwise, runs them beside the weight-gradient tiles (run_dx_sums), so the list the tickets
+// walk leaves their phase out.
+inline constexpr uint32_t kBwdCommPhases = bwd_phase_bit(BwdPhase::kDyDispatch);
+inline constexpr uint32_t kBwdAllPhases = ((1u << kBwdListPhases) - 1u) & ~bwd_phase_bit(BwdPhase::kDxSum);
 inline constexpr uint32_t kBwdGemmPhases = kBwdAllPhases & ~kBwdCommPhases;
 
 // Output tile of every backward GEMM: 128 rows × 256 columns.
@@ -563,90 +566,87 @@ DETMOE_DEVICE void dy_dispatch(const BackwardParams& bp, const LaunchContext& ct
 }
 
 // Level 3: d_x[t] = bf16(Σ_j dx_slot[t, j] + dxs[t]) for kSumChunkTokens of rank s's tokens, the
-// reference's order (slots j = 0 … k − 1 from 0, then the shared expert's row), in fp32.
-DETMOE_DEVICE void dx_sum(const BackwardParams& bp, const LaunchContext& ctx, const BwdTask& task, int32_t s) {
+// reference's order (slots j = 0 … k − 1 from 0, then the shared expert's row), in fp32. Run by
+// one warp (warp 3 of the producer warpgroup, at the producer's register count): lane 0 waits for
+// the chunk's dx rows, then the chunk's n·H/8 pieces (8 columns of one token's row) are dealt to
+// the 32 lanes and each lane loads kSumBatch slots of a piece before their adds. Each element's
+// adds run slot by slot, j = 0 … k − 1, then the shared row, so the bits do not depend on who
+// sums. (As a task of the 256 consumer threads it cost 0.37 ms per CTA on deepseek-v3 between the
+// dx and the weight-gradient tiles, with the tensor cores idle, docs/PERF.md session 24.) False
+// when the launch is aborted or the wait timed out.
+DETMOE_DEVICE bool dx_sum(const BackwardParams& bp, const LaunchContext& ctx, int32_t index, int32_t s) {
   const LayerParams& p = bp.f;
-  const int tid = static_cast<int>(threadIdx.x) - 128;
-  const int32_t t0 = task.index * kSumChunkTokens;
+  const uint32_t lane = ptx::lane_id();
+  const uint64_t id = make_task_id(TaskKind::kDxSum, static_cast<uint32_t>(s), static_cast<uint32_t>(index));
+  const int32_t t0 = index * kSumChunkTokens;
   const int32_t n = min(kSumChunkTokens, p.T - t0);
   bool ok = true;
-  if (tid == 0) {
-    const WaitSite site{task.id, CounterKind::kDxReady, static_cast<uint32_t>(s), task.index};
-    ok = wait_counter(ctx, rank_counters(p, s) + p.counters.slots_ready + task.index,
-                      static_cast<uint32_t>(n * p.k * (p.H / 64)), site);
+  if (lane == 0) {
+    const WaitSite site{id, CounterKind::kDxReady, static_cast<uint32_t>(s), index};
+    // From the launch's start, through the dy dispatch, da and dx phases: timed from the counter's
+    // last move.
+    ok = wait_counter</*kFromLastProgress=*/true>(ctx, rank_counters(p, s) + p.counters.slots_ready + index,
+                                                    static_cast<uint32_t>(n * p.k * (p.H / 64)), site);
     if (ok && p.Fs > 0) {
       const int32_t tm = t0 / kRowsPerMBlock;
-      const WaitSite shared_site{task.id, CounterKind::kSharedDgrad2Done, static_cast<uint32_t>(s), tm};
-      ok = wait_counter(ctx, rank_counters(p, s) + p.counters.shared2_done + tm,
-                        2u * static_cast<uint32_t>(div_up(p.H, kBwdTileCols)), shared_site);
+      const WaitSite shared_site{id, CounterKind::kSharedDgrad2Done, static_cast<uint32_t>(s), tm};
+      ok = wait_counter<true>(ctx, rank_counters(p, s) + p.counters.shared2_done + tm,
+                              2u * static_cast<uint32_t>(div_up(p.H, kBwdTileCols)), shared_site);
     }
   }
-  if (!copy_barrier_and(ok)) return;
+  if (__shfl_sync(0xffffffffu, ok ? 1 : 0, 0) == 0) return false;
   uint16_t* d_x = bp.grad[s].d_x;
-  // The chunk's n·H/8 pieces (8 columns of one token's row) are dealt to all 256 threads,
-  // kSumPieces per thread per pass, and each thread loads kSumBatch slots of all its pieces
-  // before their adds: 16 loads of 16 bytes in flight per thread, as the forward's weighted sum.
-  // (One token per warp with two slots in flight: 336 µs per 32-token deepseek-v3 task, its
-  // wait included, docs/PERF.md.) Each element's adds still run slot by slot, j = 0 … k − 1,
-  // then the shared row, so the bits are unchanged.
-  constexpr int kSumPieces = 4;
   constexpr int kSumBatch = 4;
   const int32_t row_pieces = p.H / 8;
   const int32_t pieces = n * row_pieces;
 #pragma unroll 1
-  for (int32_t q0 = tid; q0 < pieces; q0 += kCopyThreads * kSumPieces) {
-    int64_t g[kSumPieces];
-    int32_t c[kSumPieces];
-    bool has[kSumPieces];
-    float acc[kSumPieces][8];
+  for (int32_t q = static_cast<int32_t>(lane); q < pieces; q += 32) {
+    const int32_t tt = q / row_pieces;
+    const int64_t g = static_cast<int64_t>(s) * p.T + t0 + tt;
+    const int32_t c = (q - tt * row_pieces) * 8;
+    float acc[8];
 #pragma unroll
-    for (int i = 0; i < kSumPieces; ++i) {
-      const int32_t q = q0 + i * kCopyThreads;
-      has[i] = q < pieces;
-      const int32_t tt = has[i] ? q / row_pieces : 0;
-      g[i] = static_cast<int64_t>(s) * p.T + t0 + tt;
-      c[i] = (q - tt * row_pieces) * 8;
-#pragma unroll
-      for (int v = 0; v < 8; ++v) acc[i][v] = 0.0f;
-    }
+    for (int v = 0; v < 8; ++v) acc[v] = 0.0f;
 #pragma unroll 1
     for (int32_t j0 = 0; j0 < p.k; j0 += kSumBatch) {
-      uint4 raw[kSumPieces][kSumBatch];
+      uint4 raw[kSumBatch];
 #pragma unroll
-      for (int i = 0; i < kSumPieces; ++i) {
-#pragma unroll
-        for (int u = 0; u < kSumBatch; ++u) {
-          const bool load = has[i] && j0 + u < p.k;
-          const uint16_t* row = p.ws.dx_slots + (g[i] * p.k + j0 + u) * p.H;
-          raw[i][u] = load ? __ldcg(reinterpret_cast<const uint4*>(row + c[i])) : uint4{};
-        }
+      for (int u = 0; u < kSumBatch; ++u) {
+        const uint16_t* row = p.ws.dx_slots + (g * p.k + j0 + u) * p.H;
+        raw[u] = j0 + u < p.k ? __ldcg(reinterpret_cast<const uint4*>(row + c)) : uint4{};
       }
 #pragma unroll
       for (int u = 0; u < kSumBatch; ++u) {
         if (j0 + u >= p.k) break;
+        const uint16_t* x = reinterpret_cast<const uint16_t*>(&raw[u]);
 #pragma unroll
-        for (int i = 0; i < kSumPieces; ++i) {
-          const uint16_t* x = reinterpret_cast<const uint16_t*>(&raw[i][u]);
-#pragma unroll
-          for (int v = 0; v < 8; ++v) acc[i][v] = acc[i][v] + float_from_bf16_bits(x[v]);
-        }
+        for (int v = 0; v < 8; ++v) acc[v] = acc[v] + float_from_bf16_bits(x[v]);
       }
     }
+    if (p.Fs > 0) {
+      const uint4 raw = __ldcg(reinterpret_cast<const uint4*>(p.ws.s + g * p.H + c));
+      const uint16_t* x = reinterpret_cast<const uint16_t*>(&raw);
 #pragma unroll
-    for (int i = 0; i < kSumPieces; ++i) {
-      if (!has[i]) continue;
-      if (p.Fs > 0) {
-        const uint4 raw = __ldcg(reinterpret_cast<const uint4*>(p.ws.s + g[i] * p.H + c[i]));
-        const uint16_t* x = reinterpret_cast<const uint16_t*>(&raw);
-#pragma unroll
-        for (int v = 0; v < 8; ++v) acc[i][v] = acc[i][v] + float_from_bf16_bits(x[v]);
-      }
-      uint4 packed;
-      uint16_t* o = reinterpret_cast<uint16_t*>(&packed);
-#pragma unroll
-      for (int v = 0; v < 8; ++v) o[v] = bf16_bits_from_float(acc[i][v]);
-      *reinterpret_cast<uint4*>(d_x + (g[i] - static_cast<int64_t>(s) * p.T) * p.H + c[i]) = packed;
+      for (int v = 0; v < 8; ++v) acc[v] = acc[v] + float_from_bf16_bits(x[v]);
     }
+    uint4 packed;
+    uint16_t* o = reinterpret_cast<uint16_t*>(&packed);
+#pragma unroll
+    for (int v = 0; v < 8; ++v) o[v] = bf16_bits_from_float(acc[v]);
+    *reinterpret_cast<uint4*>(d_x + static_cast<int64_t>(t0 + tt) * p.H + c) = packed;
+  }
+  return true;
+}
+
+// Warp 3 of the producer warpgroup: the d_x sums of its rank, the CTA's share of them (member m
+// of a slice of S CTAs sums chunks m, m + S, …). It waits only for dx rows, and nothing in the
+// launch waits for it, so it cannot hold up a task: the CTA's exit waits for it, and by then
+// every dx tile has landed (or the launch was aborted, which ends its waits).
+DETMOE_DEVICE void run_dx_sums(const BackwardParams& bp, const LaunchContext& ctx) {
+  const RankSlice slice = rank_slice(bp.f.P);
+#pragma unroll 1
+  for (int32_t i = slice.member; i < bp.f.sum_chunks; i += slice.size) {
+    if (!dx_sum(bp, ctx, i, slice.rank)) break;
   }
 }
 
