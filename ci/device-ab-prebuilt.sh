@@ -3,8 +3,11 @@
 # two trees there): AB_BIN holds <name>/{detmoe,detmoe_perf_layer,detmoe_layer_test} per tree and
 # lib/ for runtime libraries .devdeps lacks (libbenchmark). The first tree gets the megakernel GPU
 # tests, racecheck + memcheck of fwd+bwd at P = 1 and 4 loopback and the golden check; then
-# alternating timing rounds (AB_ROUNDS, AB_BENCH_ARGS) and one traced run of the first tree.
+# alternating timing rounds (AB_ROUNDS, AB_BENCH_ARGS; AB_ROUTING, default balanced) and one traced
+# run of the first tree; perf/ab_summary.py prints the rounds' medians at the end.
 #   OUT=dir AB_BIN=.abbin AB_NAMES='top main' bash ci/device-ab-prebuilt.sh   (carry .devdeps .abbin)
+# AB_REF=round times the reference in every round after the trees (ab-reference-<round>.json), so
+# each tree's ratio to it is taken within a round; AB_REF=1 times it once after the rounds.
 source "$(dirname "$0")/device-call.sh"
 source ci/device-env.sh
 bin=${AB_BIN:-.abbin}
@@ -31,7 +34,7 @@ for round in $(seq 1 "${AB_ROUNDS:-1}"); do
     # AB_ROUND_MIN / AB_ROUND_SLACK: seconds a round needs to start / leaves unused (defaults 70 / 40)
     [ "$(left)" -gt "${AB_ROUND_MIN:-70}" ] || break 2
     step "round $round $name ($(left) s left)"
-    timeout $(( $(left) - ${AB_ROUND_SLACK:-40} )) "$bin/$name/detmoe_perf_layer" --impls=megakernel --routings=balanced \
+    timeout $(( $(left) - ${AB_ROUND_SLACK:-40} )) "$bin/$name/detmoe_perf_layer" --impls=megakernel --routings="${AB_ROUTING:-balanced}" \
       --shapes="${AB_SHAPES:-deepseek-v3,mixtral-8x7b,qwen3-30b-a3b,gpt-oss-120b}" --timed=20 ${AB_BENCH_ARGS:-} \
       --benchmark_out="$OUT/ab-$name-$round.json" --benchmark_out_format=json >"$OUT/ab-$name-$round.log" 2>&1
     echo "exit $?: $(python3 -c '
@@ -40,12 +43,19 @@ for b in json.load(open(sys.argv[1]))["benchmarks"]:
     print(b["name"].split("/iterations")[0].replace("megakernel/", ""), "%.3f" % b["median_ms"], "%.3f" % b.get("joules_per_step", 0), end="  |  ")
 ' "$OUT/ab-$name-$round.json" 2>&1)"
   done
+  if [ "${AB_REF:-}" = round ] && [ "$(left)" -gt "${AB_ROUND_MIN:-70}" ]; then
+    step "round $round reference ($(left) s left)"
+    timeout $(( $(left) - ${AB_ROUND_SLACK:-40} )) "$bin/$first/detmoe_perf_layer" --impls=reference --routings="${AB_ROUTING:-balanced}" \
+      --shapes="${AB_SHAPES:-deepseek-v3,mixtral-8x7b,qwen3-30b-a3b,gpt-oss-120b}" --timed=20 ${AB_BENCH_ARGS:-} \
+      --benchmark_out="$OUT/ab-reference-$round.json" --benchmark_out_format=json >"$OUT/ab-reference-$round.log" 2>&1
+    echo "reference exit $?"
+  fi
 done
 # AB_REF=1: the reference timed once with the same arguments, so ref / mk ratios come from the
 # same call (issue 19 and 18 measure against it).
-if [ -n "${AB_REF:-}" ] && [ "$(left)" -gt 70 ]; then
+if [ -n "${AB_REF:-}" ] && [ "${AB_REF:-}" != round ] && [ "$(left)" -gt 70 ]; then
   step "reference ($(left) s left)"
-  timeout $(( $(left) - 30 )) "$bin/$first/detmoe_perf_layer" --impls=reference --routings=balanced \
+  timeout $(( $(left) - 30 )) "$bin/$first/detmoe_perf_layer" --impls=reference --routings="${AB_ROUTING:-balanced}" \
     --shapes="${AB_SHAPES:-deepseek-v3,mixtral-8x7b,qwen3-30b-a3b,gpt-oss-120b}" --timed=20 ${AB_BENCH_ARGS:-} \
     --benchmark_out="$OUT/ab-reference.json" --benchmark_out_format=json >"$OUT/ab-reference.log" 2>&1
   echo "exit $?: $(python3 -c '
@@ -56,8 +66,10 @@ for b in json.load(open(sys.argv[1]))["benchmarks"]:
 fi
 if [ -n "${TRACE_SHAPES:-}" ] && [ "$(left)" -gt 25 ]; then
   step "trace of $first ($(left) s left)"
-  timeout $(( $(left) - 5 )) "$bin/$first/detmoe_perf_layer" --impls=megakernel --routings=balanced --shapes="$TRACE_SHAPES" \
+  timeout $(( $(left) - 5 )) "$bin/$first/detmoe_perf_layer" --impls=megakernel --routings="${AB_ROUTING:-balanced}" --shapes="$TRACE_SHAPES" \
     --timed=5 --trace >"$OUT/trace.log" 2>&1
   echo "trace exit $?"; grep -vE '^(Run on|CPU Caches|  L[123]|Load Average|-----)' "$OUT/trace.log" | head -70
 fi
+step summary
+python3 perf/ab_summary.py "$OUT" 2>&1 | head -60
 step done
