@@ -29,40 +29,35 @@ for tool in $([ "${AB_SANITIZE:-1}" = 0 ] || echo racecheck memcheck); do
 done
 step golden
 timeout 90 build-device/detmoe golden check --impl megakernel 2>&1 | tail -1
+# `timed TREE IMPL FILE SLACK`: TREE's detmoe_perf_layer times IMPL on the A/B shapes into
+# $OUT/FILE.json (log FILE.log), leaving SLACK seconds of the budget; prints each median and J/step.
+timed() {
+  timeout $(( $(left) - $4 )) "$bin/$1/detmoe_perf_layer" --impls="$2" --routings="${AB_ROUTING:-balanced}" \
+    --shapes="${AB_SHAPES:-deepseek-v3,mixtral-8x7b,qwen3-30b-a3b,gpt-oss-120b}" --timed=20 ${AB_BENCH_ARGS:-} \
+    --benchmark_out="$OUT/$3.json" --benchmark_out_format=json >"$OUT/$3.log" 2>&1
+  echo "exit $?: $(python3 -c '
+import json, sys
+for b in json.load(open(sys.argv[1]))["benchmarks"]:
+    print(b["name"].split("/iterations")[0].replace("megakernel/", ""), "%.3f" % b["median_ms"], "%.3f" % b.get("joules_per_step", 0), end="  |  ")
+' "$OUT/$3.json" 2>&1)"
+}
 for round in $(seq 1 "${AB_ROUNDS:-1}"); do
   for name in $names; do
     # AB_ROUND_MIN / AB_ROUND_SLACK: seconds a round needs to start / leaves unused (defaults 70 / 40)
     [ "$(left)" -gt "${AB_ROUND_MIN:-70}" ] || break 2
     step "round $round $name ($(left) s left)"
-    timeout $(( $(left) - ${AB_ROUND_SLACK:-40} )) "$bin/$name/detmoe_perf_layer" --impls=megakernel --routings="${AB_ROUTING:-balanced}" \
-      --shapes="${AB_SHAPES:-deepseek-v3,mixtral-8x7b,qwen3-30b-a3b,gpt-oss-120b}" --timed=20 ${AB_BENCH_ARGS:-} \
-      --benchmark_out="$OUT/ab-$name-$round.json" --benchmark_out_format=json >"$OUT/ab-$name-$round.log" 2>&1
-    echo "exit $?: $(python3 -c '
-import json, sys
-for b in json.load(open(sys.argv[1]))["benchmarks"]:
-    print(b["name"].split("/iterations")[0].replace("megakernel/", ""), "%.3f" % b["median_ms"], "%.3f" % b.get("joules_per_step", 0), end="  |  ")
-' "$OUT/ab-$name-$round.json" 2>&1)"
+    timed "$name" megakernel "ab-$name-$round" "${AB_ROUND_SLACK:-40}"
   done
   if [ "${AB_REF:-}" = round ] && [ "$(left)" -gt "${AB_ROUND_MIN:-70}" ]; then
     step "round $round reference ($(left) s left)"
-    timeout $(( $(left) - ${AB_ROUND_SLACK:-40} )) "$bin/$first/detmoe_perf_layer" --impls=reference --routings="${AB_ROUTING:-balanced}" \
-      --shapes="${AB_SHAPES:-deepseek-v3,mixtral-8x7b,qwen3-30b-a3b,gpt-oss-120b}" --timed=20 ${AB_BENCH_ARGS:-} \
-      --benchmark_out="$OUT/ab-reference-$round.json" --benchmark_out_format=json >"$OUT/ab-reference-$round.log" 2>&1
-    echo "reference exit $?"
+    timed "$first" reference "ab-reference-$round" "${AB_ROUND_SLACK:-40}"
   fi
 done
 # AB_REF=1: the reference timed once with the same arguments, so ref / mk ratios come from the
 # same call (issue 19 and 18 measure against it).
 if [ -n "${AB_REF:-}" ] && [ "${AB_REF:-}" != round ] && [ "$(left)" -gt 70 ]; then
   step "reference ($(left) s left)"
-  timeout $(( $(left) - 30 )) "$bin/$first/detmoe_perf_layer" --impls=reference --routings="${AB_ROUTING:-balanced}" \
-    --shapes="${AB_SHAPES:-deepseek-v3,mixtral-8x7b,qwen3-30b-a3b,gpt-oss-120b}" --timed=20 ${AB_BENCH_ARGS:-} \
-    --benchmark_out="$OUT/ab-reference.json" --benchmark_out_format=json >"$OUT/ab-reference.log" 2>&1
-  echo "exit $?: $(python3 -c '
-import json, sys
-for b in json.load(open(sys.argv[1]))["benchmarks"]:
-    print(b["name"].split("/iterations")[0], "%.3f" % b["median_ms"], "%.3f" % b.get("joules_per_step", 0), end="  |  ")
-' "$OUT/ab-reference.json" 2>&1)"
+  timed "$first" reference ab-reference 30
 fi
 if [ -n "${TRACE_SHAPES:-}" ] && [ "$(left)" -gt 25 ]; then
   step "trace of $first ($(left) s left)"

@@ -10,11 +10,12 @@ medians by ±2 % (docs/PERF.md session 24).
 """
 import collections
 import glob
-import json
 import os
 import re
 import statistics
 import sys
+
+from torch_op_report import cpp_medians  # (impl, shape, routing, pass) → median_ms
 
 
 def load(out_dir):
@@ -24,12 +25,7 @@ def load(out_dir):
         m = re.fullmatch(r"ab-(.+)-(\d+)\.json", os.path.basename(path))
         if not m:
             continue  # ab-reference.json of a call with AB_REF=1: one run, no round
-        tree, rnd = m.group(1), int(m.group(2))
-        medians = {}
-        for b in json.load(open(path))["benchmarks"]:
-            _, shape, routing, step = b["name"].split("/iterations")[0].split("/")[:4]
-            medians[(shape, routing, step)] = b["median_ms"]
-        runs[tree][rnd] = medians
+        runs[m.group(1)][int(m.group(2))] = {key[1:]: ms for key, ms in cpp_medians(path).items()}
     return runs
 
 

@@ -50,10 +50,9 @@ struct TileWork {
 // read).
 template <class BeforeEpilogue>
 DETMOE_DEVICE bool consume_tile(int wg, const TileWork& work, unsigned long long* done, const LayerParams& p,
-                                const LaunchContext& ctx,
-                                   const Smem& smem, const Pipe& pipe, Stage& st, LayerSlabs& out,
-                                   EpilogueHandoff& handoff, RowTable& table, uint32_t& table_phase, float (&acc)[Cfg::kAccumulators],
-                                   BeforeEpilogue&& before_epilogue) {
+                                const LaunchContext& ctx, const Smem& smem, const Pipe& pipe, Stage& st,
+                                LayerSlabs& out, EpilogueHandoff& handoff, RowTable& table, uint32_t& table_phase,
+                                float (&acc)[Cfg::kAccumulators], BeforeEpilogue&& before_epilogue) {
   // `work` may be the task ring's shared-memory copy: the fields the epilogue needs are read
   // after the mainloop, so they are not held in registers across it.
   const LayerTile& t = work.tile;
