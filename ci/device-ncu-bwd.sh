@@ -2,7 +2,7 @@
 # Where the fused backward's warps wait: ncu's per-instruction warp-stall samples of one
 # deepseek-v3 backward launch, then (GRADS_PROBE=1, the default) what the fp32 weight gradients
 # cost end to end (the same bench with bf16 weight gradients beside it, megakernel and reference).
-#   OUT=dir BUDGET_S=... [BIN=.abbin/base] [NCU_ARGS=...] [GRADS_PROBE=0] bash ci/device-ncu-bwd.sh
+#   OUT=dir BUDGET_S=... [BIN=.abbin/base] [NCU_ARGS=...] [NCU_SHAPE=deepseek-v3] [GRADS_PROBE=0] bash ci/device-ncu-bwd.sh
 #   (carry .devdeps and BIN's tree, with libbenchmark in .abbin/lib; BIN holds detmoe and detmoe_perf_layer)
 # Session 22 ran it as is (ncu's locked clocks). Next planned: NCU_ARGS='--clock-control none
 # --section MemoryWorkloadAnalysis --section SpeedOfLight' GRADS_PROBE=0 (the GPU's own clocks,
@@ -12,10 +12,11 @@ source ci/device-env.sh
 bin=${BIN:-.abbin/base}
 export LD_LIBRARY_PATH=$PWD/.abbin/lib:$LD_LIBRARY_PATH
 chmod +x "$bin"/detmoe* 2>/dev/null
-step "ncu source counters, deepseek-v3 backward ($(left) s left)"
+shape=${NCU_SHAPE:-deepseek-v3}
+step "ncu source counters, $shape backward ($(left) s left)"
 timeout $(( $(left) > 200 ? 200 : $(left) - 20 )) ncu ${NCU_ARGS:-} --section SourceCounters --section WarpStateStats \
   --kernel-name regex:layer_backward --launch-count 1 -f -o "$OUT/bwd" "$bin/detmoe" verify --impl megakernel \
-  --shape deepseek-v3 --no-oracle >"$OUT/ncu.log" 2>&1
+  --shape "$shape" --no-oracle >"$OUT/ncu.log" 2>&1
 echo "ncu exit $?"; tail -3 "$OUT/ncu.log"
 ncu -i "$OUT/bwd.ncu-rep" --page details --csv >"$OUT/details.csv" 2>/dev/null
 grep -E 'L2 Hit|DRAM Throughput|L2 Cache Throughput|Memory Throughput|Duration|SM Frequency' "$OUT/details.csv" | head -20
