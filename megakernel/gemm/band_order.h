@@ -54,4 +54,12 @@ DETMOE_HOST_DEVICE BandCoords balanced_band_coords(int32_t local, int32_t m_bloc
   return {band_first + in_band % rows, in_band / rows};
 }
 
+// M-blocks of the first of two passes over a grid of m_blocks rows (the low half, an expert's
+// low token range, first): ⌈m_blocks / 2⌉ when each pass keeps at least min_pass m-blocks, else
+// all of them (a second pass re-reads every weight panel once more, which a short grid does not
+// repay). Each pass is numbered on its own (balanced_band_coords over its m-blocks).
+DETMOE_HOST_DEVICE int32_t first_pass_mblocks(int32_t m_blocks, int32_t min_pass) {
+  return m_blocks >= 2 * min_pass ? (m_blocks + 1) / 2 : m_blocks;
+}
+
 }  // namespace detmoe::gemm

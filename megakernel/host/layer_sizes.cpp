@@ -123,7 +123,7 @@ WorkspaceLayout layout_workspace(uintptr_t base, const Shape& shape, const Layer
   Carver c(base);
   Workspace& ws = out.ws;
   ws.launch_state = c.take<unsigned int>(2);
-  ws.tickets = c.take<unsigned int>(2 * shape.P);
+  ws.tickets = c.take<unsigned int>(3 * shape.P);
   ws.bad_key = c.take<unsigned long long>(1);
   ws.barriers = c.take<unsigned long long>(kPlanBarriers);
   ws.error = c.take<DeviceErrorRecord>(1);
@@ -133,6 +133,7 @@ WorkspaceLayout layout_workspace(uintptr_t base, const Shape& shape, const Layer
   ws.expert_count = c.take<int32_t>(shape.E);
   ws.expert_offset = c.take<int32_t>(shape.E + 1);
   ws.mblock_offset = c.take<int32_t>(shape.E + 1);
+  ws.pass_mblock_offset = c.take<int32_t>(2 * (shape.E + 1));
   ws.rank_row_begin = c.take<int32_t>(shape.P + 1);
   ws.slot_row = c.take<int32_t>(z.rows);
   ws.row_token = c.take<int32_t>(z.rows);
@@ -187,7 +188,8 @@ std::string describe_task(uint64_t id, int32_t plan_chunk_tokens) {
     case TaskKind::kWgradGateUp: return fmt::format("backward dW_gate_up tile {} of rank {}", index, rank);
     case TaskKind::kSharedWgradGateUp: return fmt::format("backward dWs_gate_up tile {} of rank {}", index, rank);
     case TaskKind::kDxSum:
-      return fmt::format("backward d_x sum of token chunk {} (tokens {}..) of rank {}", index, index * kSumChunkTokens, rank);
+      return fmt::format("backward d_x sum of tokens {}..{} of rank {}", index * kDxSumUnitTokens,
+                         (index + 1) * kDxSumUnitTokens - 1, rank);
   }
   return fmt::format("task 0x{:x}", id);
 }

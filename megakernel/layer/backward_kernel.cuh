@@ -5,8 +5,11 @@
 //   every thread        stamp this launch's counters, reset the tickets, one grid barrier
 //   warpgroup 0         producer: for each GEMM task of the CTA's list, wait for its inputs,
 //                       then stream its k-blocks with TMA (data-grad or weight-grad form)
+//   warp 1, 2           copiers: the dx tiles' rows to their slots, and their signals
+//   warp 3              d_x sum units of the rank, from its sum ticket (run_dx_sum_warp)
 //   warpgroups 1, 2     consumers: mainloop + epilogue (dSwiGLU, the dx scatter, or a store) +
-//                       signal for GEMM tasks; dy dispatch and the d_x sum otherwise
+//                       signal for GEMM tasks; the dy dispatch, and the d_x sum units the warps 3
+//                       left once the list is done
 //   thread 0, at exit   the last CTA to finish advances the launch epoch
 //
 // It reads what the last forward left in the workspace: the plan (row of every (token, slot)),
@@ -84,10 +87,10 @@ DETMOE_DEVICE void run_bwd_producer(const BackwardParams& bp, const LaunchContex
   int32_t next = take_ticket(tickets, total);
   for (;;) {
     const int32_t i = next;
-    ring.push(i);
     if (i < 0) break;
+    ring.push(i);
     const BwdTask task = list.at(i);
-    if (task.phase == BwdPhase::kDyDispatch || task.phase == BwdPhase::kDxSum) {
+    if (task.phase == BwdPhase::kDyDispatch) {
       next = take_ticket(tickets, total);
       continue;
     }
@@ -120,6 +123,15 @@ DETMOE_DEVICE void run_bwd_producer(const BackwardParams& bp, const LaunchContex
       if (kb == table_after) tables.load(p, g.plan_row0, rows, aborted);
     });
     if (table_after < 0) tables.load(p, g.plan_row0, rows, aborted);
+  }
+  // The list is done: the rank's d_x sum units that the warps 3 have not taken go to this CTA's
+  // consumers (kDxSumUnitFlag | unit), then the end (−1).
+  unsigned int* units_taken = sum_unit_ticket(p, role.rank);
+  const int32_t units = dx_sum_units(p);
+  for (;;) {
+    const int32_t u = take_ticket(units_taken, units);
+    ring.push(u < 0 ? -1 : kDxSumUnitFlag | u);
+    if (u < 0) break;
   }
 }
 
@@ -155,14 +167,20 @@ DETMOE_DEVICE void run_bwd_consumer(const BackwardParams& bp, const LaunchContex
   for (;;) {
     const int32_t i = ring.pop_index();
     if (i < 0) break;
-    const BwdTask task = list.at(i);
+    // d_x sum units come flagged (run_bwd_producer).
+    const int32_t unit = i & ~kDxSumUnitFlag;
+    const BwdTask task = (i & kDxSumUnitFlag) == 0
+                             ? list.at(i)
+                             : BwdTask{BwdPhase::kDxSum, unit,
+                                       make_task_id(TaskKind::kDxSum, static_cast<uint32_t>(role.rank),
+                                                    static_cast<uint32_t>(unit))};
     TaskTracer::start(p);
     if (task.phase != pending_phase) flush();
     if (task.phase == BwdPhase::kDyDispatch) {
       handoff.reclaim();  // the copier's last job (if any) has read the staging the dispatch writes
       dy_dispatch(bp, ctx, role.rank, task.index, smem.staging(0, 0));
     } else if (task.phase == BwdPhase::kDxSum) {
-      dx_sum(bp, ctx, task, role.rank);
+      dx_sum_unit<kDxSumConsumers>(bp, ctx, task.index, role.rank);
     } else {
       const BwdGemmTask g = describe_bwd_task(bp, task, role.rank, list, walker);
       float acc[Cfg::kAccumulators];
@@ -248,6 +266,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) layer_backward_kernel(const 
         run_bwd_producer(bp, ctx, smem, pipe, ring, table_shared);
       } else if (warp == 1 || warp == 2) {
         run_epilogue_copier<false>(p, ctx, smem, copies_shared, static_cast<int>(warp) - 1, DxSlotRow{});
+      } else if (warp == 3) {
+        run_dx_sum_warp(bp, ctx);
       }
       __syncwarp();
     } else {

@@ -13,7 +13,10 @@
 //   level 3  shared dx           per (128 tokens, 256 columns of H): dhs·Ws_gate_up → dxs
 //   level 4  dx                  per (m-block, 256 columns of H): dh·W_gate_up[e], each row pushed
 //                                to its source rank's dx slot (t, j) → dx_ready; waits dh_done
-//   level 5  d_x sum             per kSumChunkTokens tokens: Σ_j dx slots (j order) + dxs
+//   level 5  d_x sum             per kDxSumUnitTokens tokens: Σ_j dx slots (j order) + dxs; not
+//                                in the ticketed list: units of a ticket of their own, taken by
+//                                every CTA's warp 3 and by the consumers after their list
+//                                (dx_sum_unit); they wait on levels 3 and 4 only
 //   level 6  dW_down             per (expert, 128 rows of H, 256 columns of F): Σ over the
 //                                expert's rows of dyᵀ·a; waits dy_ready of all its m-blocks
 //   level 7  dWs_down            per (128 rows of H, 256 columns of Fs): doutᵀ·a_s (no wait)
@@ -22,11 +25,12 @@
 //   level 9  dWs_gate_up         per (128 rows of 2Fs, 256 columns of H): dhsᵀ·x; waits shared dh
 //
 // A level is the phase's place in the list, and every task waits only on phases listed before its
-// own (of any rank), which is all cta_role's no-deadlock argument needs. The weight gradients
-// come last although most could start earlier: they wait on nothing late, so placed after the
-// d_x sum they fill the grid while the sum's chunks wait for the last dx rows (before, the sum
-// ran alone after them: 0.33 ms on qwen3-30b-a3b, 0.55 ms on deepseek-v3), and their short tiles
-// end the launch evenly.
+// own (of any rank), which is all cta_role's no-deadlock argument needs. The d_x sum units keep
+// it: the warps 3 that take them run beside the list, and the consumers take them only after
+// their CTA's list is done. The weight gradients come last although most could start earlier:
+// they wait on nothing late, so they fill the grid while the d_x sums wait for the last dx rows
+// (the sums ran alone after the dx tiles once: 0.33 ms on qwen3-30b-a3b, 0.55 ms on deepseek-v3),
+// and their short tiles end the launch evenly.
 // The dependency counters are the forward's words (dy_ready = dispatch_ready, dh_done =
 // gemm1_done, shared dh / dx done = shared1_done / shared2_done, dx_ready = slots_ready),
 // stamped with this launch's epoch by its first step.
@@ -42,6 +46,7 @@
 #include "megakernel/layer/copy_tasks.cuh"
 #include "megakernel/layer/sync.cuh"
 #include "megakernel/layer/task_list.cuh"
+#include "megakernel/layer/task_ring.cuh"
 
 namespace detmoe::mk {
 
@@ -65,8 +70,10 @@ static_assert(static_cast<uint32_t>(TaskKind::kDyDispatch) + static_cast<uint32_
 inline constexpr int kBwdListPhases = 10;
 
 constexpr uint32_t bwd_phase_bit(BwdPhase ph) { return 1u << static_cast<int>(ph); }
-inline constexpr uint32_t kBwdCommPhases = bwd_phase_bit(BwdPhase::kDyDispatch) | bwd_phase_bit(BwdPhase::kDxSum);
-inline constexpr uint32_t kBwdAllPhases = (1u << kBwdListPhases) - 1u;
+// The d_x sums are not taken by the list's tickets but by units of their own (dx_sum_unit), so the
+// phase sets leave their phase out; it keeps its place (and task kind) in the enum.
+inline constexpr uint32_t kBwdCommPhases = bwd_phase_bit(BwdPhase::kDyDispatch);
+inline constexpr uint32_t kBwdAllPhases = ((1u << kBwdListPhases) - 1u) & ~bwd_phase_bit(BwdPhase::kDxSum);
 inline constexpr uint32_t kBwdGemmPhases = kBwdAllPhases & ~kBwdCommPhases;
 
 // Output tile of every backward GEMM: 128 rows × 256 columns.
@@ -562,46 +569,81 @@ DETMOE_DEVICE void dy_dispatch(const BackwardParams& bp, const LaunchContext& ct
   }
 }
 
-// Level 3: d_x[t] = bf16(Σ_j dx_slot[t, j] + dxs[t]) for kSumChunkTokens of rank s's tokens, the
-// reference's order (slots j = 0 … k − 1 from 0, then the shared expert's row), in fp32.
-DETMOE_DEVICE void dx_sum(const BackwardParams& bp, const LaunchContext& ctx, const BwdTask& task, int32_t s) {
+// The d_x sums are not in the ticketed list: their units (kDxSumUnitTokens tokens each) have one
+// ticket per rank of their own (sum_unit_ticket), taken by warp 3 of every CTA of the rank's slice
+// (idle otherwise: it sums under the weight-gradient mainloops, dx_sum_unit<kDxSumWarp>) and, once a
+// CTA's list is done, by its producer for its consumers (dx_sum_unit<kDxSumConsumers>). A warp
+// alone moves a unit ≈ 8× slower than the 256 consumer threads: where the weight gradients are
+// long (deepseek-v3) the warps sum nearly everything under them, where they are short (qwen3)
+// the consumers take what is left when their list ends, and a unit of 4 tokens bounds what a warp
+// still holds then (branch wip/dx-sum-idle-warp, warps only: qwen3's backward +0.8 ms, deepseek-v3
+// −0.4 ms; docs/PERF.md session 25). Who sums a unit changes no bit: each element's adds run slot
+// by slot, j = 0 … k − 1, then the shared row, in fp32.
+inline constexpr int32_t kDxSumUnitsPerChunk = kSumChunkTokens / kDxSumUnitTokens;
+static_assert(kSumChunkTokens % kDxSumUnitTokens == 0, "a d_x sum unit lies in one token chunk");
+
+DETMOE_DEVICE int32_t dx_sum_units(const LayerParams& p) { return div_up(p.T, kDxSumUnitTokens); }
+// A d_x sum unit handed to the consumers through the task ring: this flag | the unit (list task
+// numbers stay below it: a rank's list is far shorter than 2^30 tasks).
+inline constexpr int32_t kDxSumUnitFlag = 1 << 30;
+
+// Who runs dx_sum_unit: its threads, the pieces each takes per pass and the slots it loads before
+// their adds (loads of 16 bytes in flight per thread: pieces × batch).
+struct DxSumTeam {
+  int threads;
+  int pieces;
+  int batch;
+};
+inline constexpr DxSumTeam kDxSumConsumers{kCopyThreads, 4, 4};  // 16 in flight, as the weighted sum
+inline constexpr DxSumTeam kDxSumWarp{32, 1, 8};                 // at the producer's register count
+
+// Level 5: d_x[t] = bf16(Σ_j dx_slot[t, j] + dxs[t]) for the kDxSumUnitTokens tokens of unit u of
+// rank s, the reference's order (slots j = 0 … k − 1 from 0, then the shared expert's row), in
+// fp32. Thread 0 of the team waits for the unit's token chunk (its dx rows, and the shared
+// expert's dx of its m-block); the waits are timed from the counter's last move, since a warp's
+// first unit waits from the launch's start through the dy dispatch, da and dx phases. The unit's
+// n·H/8 pieces (8 columns of one token's row) are dealt to the team's threads. False when the
+// launch is aborted or a wait timed out.
+template <DxSumTeam kTeam>
+DETMOE_DEVICE bool dx_sum_unit(const BackwardParams& bp, const LaunchContext& ctx, int32_t u, int32_t s) {
   const LayerParams& p = bp.f;
-  const int tid = static_cast<int>(threadIdx.x) - 128;
-  const int32_t t0 = task.index * kSumChunkTokens;
-  const int32_t n = min(kSumChunkTokens, p.T - t0);
+  constexpr bool kWarp = kTeam.threads == 32;
+  const int tid = kWarp ? static_cast<int>(ptx::lane_id()) : static_cast<int>(threadIdx.x) - 128;
+  const uint64_t id = make_task_id(TaskKind::kDxSum, static_cast<uint32_t>(s), static_cast<uint32_t>(u));
+  const int32_t t0 = u * kDxSumUnitTokens;
+  const int32_t n = min(kDxSumUnitTokens, p.T - t0);
+  const int32_t chunk = u / kDxSumUnitsPerChunk;
   bool ok = true;
   if (tid == 0) {
-    const WaitSite site{task.id, CounterKind::kDxReady, static_cast<uint32_t>(s), task.index};
-    ok = wait_counter(ctx, rank_counters(p, s) + p.counters.slots_ready + task.index,
-                      static_cast<uint32_t>(n * p.k * (p.H / 64)), site);
+    const int32_t chunk_tokens = min(kSumChunkTokens, p.T - chunk * kSumChunkTokens);
+    const WaitSite site{id, CounterKind::kDxReady, static_cast<uint32_t>(s), chunk};
+    ok = wait_counter</*kFromLastProgress=*/true>(ctx, rank_counters(p, s) + p.counters.slots_ready + chunk,
+                                                    static_cast<uint32_t>(chunk_tokens * p.k * (p.H / 64)), site);
     if (ok && p.Fs > 0) {
       const int32_t tm = t0 / kRowsPerMBlock;
-      const WaitSite shared_site{task.id, CounterKind::kSharedDgrad2Done, static_cast<uint32_t>(s), tm};
-      ok = wait_counter(ctx, rank_counters(p, s) + p.counters.shared2_done + tm,
-                        2u * static_cast<uint32_t>(div_up(p.H, kBwdTileCols)), shared_site);
+      const WaitSite shared_site{id, CounterKind::kSharedDgrad2Done, static_cast<uint32_t>(s), tm};
+      ok = wait_counter<true>(ctx, rank_counters(p, s) + p.counters.shared2_done + tm,
+                              2u * static_cast<uint32_t>(div_up(p.H, kBwdTileCols)), shared_site);
     }
   }
-  if (!copy_barrier_and(ok)) return;
+  if constexpr (kWarp) {
+    if (__shfl_sync(0xffffffffu, ok ? 1 : 0, 0) == 0) return false;
+  } else {
+    if (!copy_barrier_and(ok)) return false;
+  }
   uint16_t* d_x = bp.grad[s].d_x;
-  // The chunk's n·H/8 pieces (8 columns of one token's row) are dealt to all 256 threads,
-  // kSumPieces per thread per pass, and each thread loads kSumBatch slots of all its pieces
-  // before their adds: 16 loads of 16 bytes in flight per thread, as the forward's weighted sum.
-  // (One token per warp with two slots in flight: 336 µs per 32-token deepseek-v3 task, its
-  // wait included, docs/PERF.md.) Each element's adds still run slot by slot, j = 0 … k − 1,
-  // then the shared row, so the bits are unchanged.
-  constexpr int kSumPieces = 4;
-  constexpr int kSumBatch = 4;
+  constexpr int kPieces = kTeam.pieces, kBatch = kTeam.batch, kThreads = kTeam.threads;
   const int32_t row_pieces = p.H / 8;
   const int32_t pieces = n * row_pieces;
 #pragma unroll 1
-  for (int32_t q0 = tid; q0 < pieces; q0 += kCopyThreads * kSumPieces) {
-    int64_t g[kSumPieces];
-    int32_t c[kSumPieces];
-    bool has[kSumPieces];
-    float acc[kSumPieces][8];
+  for (int32_t q0 = tid; q0 < pieces; q0 += kThreads * kPieces) {
+    int64_t g[kPieces];
+    int32_t c[kPieces];
+    bool has[kPieces];
+    float acc[kPieces][8];
 #pragma unroll
-    for (int i = 0; i < kSumPieces; ++i) {
-      const int32_t q = q0 + i * kCopyThreads;
+    for (int i = 0; i < kPieces; ++i) {
+      const int32_t q = q0 + i * kThreads;
       has[i] = q < pieces;
       const int32_t tt = has[i] ? q / row_pieces : 0;
       g[i] = static_cast<int64_t>(s) * p.T + t0 + tt;
@@ -610,30 +652,30 @@ DETMOE_DEVICE void dx_sum(const BackwardParams& bp, const LaunchContext& ctx, co
       for (int v = 0; v < 8; ++v) acc[i][v] = 0.0f;
     }
 #pragma unroll 1
-    for (int32_t j0 = 0; j0 < p.k; j0 += kSumBatch) {
-      uint4 raw[kSumPieces][kSumBatch];
+    for (int32_t j0 = 0; j0 < p.k; j0 += kBatch) {
+      uint4 raw[kPieces][kBatch];
 #pragma unroll
-      for (int i = 0; i < kSumPieces; ++i) {
+      for (int i = 0; i < kPieces; ++i) {
 #pragma unroll
-        for (int u = 0; u < kSumBatch; ++u) {
-          const bool load = has[i] && j0 + u < p.k;
-          const uint16_t* row = p.ws.dx_slots + (g[i] * p.k + j0 + u) * p.H;
-          raw[i][u] = load ? __ldcg(reinterpret_cast<const uint4*>(row + c[i])) : uint4{};
+        for (int b = 0; b < kBatch; ++b) {
+          const bool load = has[i] && j0 + b < p.k;
+          const uint16_t* row = p.ws.dx_slots + (g[i] * p.k + j0 + b) * p.H;
+          raw[i][b] = load ? __ldcg(reinterpret_cast<const uint4*>(row + c[i])) : uint4{};
         }
       }
 #pragma unroll
-      for (int u = 0; u < kSumBatch; ++u) {
-        if (j0 + u >= p.k) break;
+      for (int b = 0; b < kBatch; ++b) {
+        if (j0 + b >= p.k) break;
 #pragma unroll
-        for (int i = 0; i < kSumPieces; ++i) {
-          const uint16_t* x = reinterpret_cast<const uint16_t*>(&raw[i][u]);
+        for (int i = 0; i < kPieces; ++i) {
+          const uint16_t* x = reinterpret_cast<const uint16_t*>(&raw[i][b]);
 #pragma unroll
           for (int v = 0; v < 8; ++v) acc[i][v] = acc[i][v] + float_from_bf16_bits(x[v]);
         }
       }
     }
 #pragma unroll
-    for (int i = 0; i < kSumPieces; ++i) {
+    for (int i = 0; i < kPieces; ++i) {
       if (!has[i]) continue;
       if (p.Fs > 0) {
         const uint4 raw = __ldcg(reinterpret_cast<const uint4*>(p.ws.s + g[i] * p.H + c[i]));
@@ -647,6 +689,23 @@ DETMOE_DEVICE void dx_sum(const BackwardParams& bp, const LaunchContext& ctx, co
       for (int v = 0; v < 8; ++v) o[v] = bf16_bits_from_float(acc[i][v]);
       *reinterpret_cast<uint4*>(d_x + (g[i] - static_cast<int64_t>(s) * p.T) * p.H + c[i]) = packed;
     }
+  }
+  return true;
+}
+
+// Warp 3 of the producer warpgroup: d_x sum units of its rank from the rank's sum ticket until
+// none is left. Nothing waits for it, so it holds up no task; the CTA's exit waits for it, and by
+// then every dx tile has landed (or the launch was aborted, which ends its waits).
+DETMOE_DEVICE void run_dx_sum_warp(const BackwardParams& bp, const LaunchContext& ctx) {
+  const int32_t s = rank_slice(bp.f.P).rank;
+  unsigned int* ticket = sum_unit_ticket(bp.f, s);
+  const int32_t units = dx_sum_units(bp.f);
+#pragma unroll 1
+  for (;;) {
+    int32_t u = 0;
+    if (ptx::lane_id() == 0) u = take_ticket(ticket, units);
+    u = __shfl_sync(0xffffffffu, u, 0);
+    if (u < 0 || !dx_sum_unit<kDxSumWarp>(bp, ctx, u, s)) break;
   }
 }
 

@@ -78,12 +78,35 @@ DETMOE_DEVICE GemmTask describe_gemm_task(const LayerParams& p, const Task& task
 
   int32_t rows_begin, rows_end, m0;  // rows of the symmetric buffers (all ranks)
   if (routed) {
-    // A_e ≤ ⌊index / n_blocks⌋ < A_{e+1} exactly when index is one of expert e's tasks.
-    const int32_t e = walker.expert_of(list.mblock_first() + task.index / n_blocks);
+    // A_e ≤ ⌊index / n_blocks⌋ < A_{e+1} exactly when index is one of expert e's tasks. GEMM2
+    // numbers its tiles the same way in two passes (A = the pass's offsets, pass_mblock_offset):
+    // every expert's low m-blocks (gemm::first_pass_mblocks), then the rest, so the weighted
+    // sum's low token chunks are complete halfway through GEMM2 rather than at its last tile.
+    // index: the task's number as if the phase were numbered from global m-block offsets[0].
+    int32_t index = task.index + list.mblock_first() * n_blocks;
+    const int32_t* offsets = p.ws.mblock_offset;
+    bool second = false;
+    if (!gemm1) {
+      const int32_t* pass0 = p.ws.pass_mblock_offset;
+      const int32_t e_first = r * p.experts_per_rank;
+      const int32_t first0 = __ldcg(pass0 + e_first);
+      const int32_t first_tiles = (__ldcg(pass0 + e_first + p.experts_per_rank) - first0) * n_blocks;
+      second = task.index >= first_tiles;
+      offsets = second ? pass0 + p.E + 1 : pass0;
+      index = task.index - (second ? first_tiles : 0) + __ldcg(offsets + e_first) * n_blocks;
+    }
+    const int32_t e = walker.expert_of(offsets, index / n_blocks);
     const int32_t e_mblock0 = __ldcg(p.ws.mblock_offset + e);
-    const int32_t e_mblocks = __ldcg(p.ws.mblock_offset + e + 1) - e_mblock0;
-    const gemm::BandCoords bc = gemm::balanced_band_coords(
-        task.index - (e_mblock0 - list.mblock_first()) * n_blocks, e_mblocks, n_blocks, p.fwd_band_mblocks);
+    int32_t e_mblocks = __ldcg(p.ws.mblock_offset + e + 1) - e_mblock0;
+    int32_t m_first = 0;  // the pass's first m-block of the expert
+    if (!gemm1) {
+      const int32_t pass_mblocks = __ldcg(offsets + e + 1) - __ldcg(offsets + e);
+      m_first = second ? e_mblocks - pass_mblocks : 0;
+      e_mblocks = pass_mblocks;
+    }
+    const gemm::BandCoords bc0 = gemm::balanced_band_coords(index - __ldcg(offsets + e) * n_blocks, e_mblocks,
+                                                            n_blocks, p.fwd_band_mblocks);
+    const gemm::BandCoords bc{m_first + bc0.m_block, bc0.n_block};
     row_block = e_mblock0 - list.mblock_first() + bc.m_block;
     col0 = bc.n_block * width;
     g.tile.col0 = col0;

@@ -28,6 +28,8 @@ inline constexpr int kMaxPlanChunkTokens = 128;
 inline constexpr int kMinPlanChunkTokens = 32;
 // Tokens per weighted-sum task (and per slots-ready counter).
 inline constexpr int kSumChunkTokens = 32;
+// Tokens per unit of the backward's d_x sum (backward_tasks.cuh dx_sum_unit).
+inline constexpr int kDxSumUnitTokens = 4;
 // Rows per m-block (= the GEMM core's BLOCK_M) and output columns per tile of each GEMM.
 inline constexpr int kRowsPerMBlock = 128;
 inline constexpr int kGemm1Cols = 128;  // a columns per GEMM1 tile: 128 gate + 128 up = N 256
@@ -42,6 +44,10 @@ inline constexpr int kPlanBarriers = 3;
 // at 16 (docs/PERF.md). Shapes with ≤ 8 m-blocks per expert are unchanged.
 inline constexpr int32_t kDefaultBandMBlocks = 8;
 inline constexpr int32_t kDefaultForwardBandMBlocks = 16;
+// GEMM2 runs in two passes over the experts, each expert's low half of m-blocks first, so that
+// the weighted sum's low token chunks are complete halfway (gemm_tasks.cuh); an expert is split
+// only when each half keeps at least this many m-blocks (a weight panel is read once per pass).
+inline constexpr int32_t kMinGemm2PassMBlocks = 8;
 
 // CTAs of a rank slice of `slice_size` CTAs that run only dispatch and weighted-sum tasks, for
 // LayerParams::comm_ctas_per_rank requested. At least one CTA is left for the GEMM tasks, so a
@@ -83,6 +89,7 @@ struct Workspace {
   int32_t* chunk_base;      // [P·chunks_per_rank, E] histogram, then bases within each expert
   int32_t* expert_count;    // [E]
   int32_t* expert_offset;   // [E+1] global row of each expert's first row
+  int32_t* pass_mblock_offset;  // [2, E+1] the m-block offsets of GEMM2's two passes (gemm_tasks.cuh)
   int32_t* mblock_offset;   // [E+1] global m-block index of each expert's first m-block
   int32_t* rank_row_begin;  // [P+1]
   int32_t* slot_row;        // [P·T·k] global row of (global token, slot)
@@ -91,7 +98,8 @@ struct Workspace {
   unsigned long long* bad_key;   // [1] smallest bad (token, slot) key; all ones = none
   unsigned long long* barriers;  // [kPlanBarriers] epoch-tagged
   unsigned int* launch_state;    // [0] epoch of the running launch, [1] CTAs finished
-  unsigned int* tickets;         // [P, 2] tasks taken of each (rank, role) list (task_ring.cuh)
+  unsigned int* tickets;         // [P, 2] tasks taken of each (rank, role) list, then [P] the
+                                 // backward's d_x sum units taken of each rank (task_ring.cuh)
   DeviceErrorRecord* error;
 
   // Symmetric buffers, rank r at + r·stride.

@@ -15,6 +15,7 @@
 
 #include <cstdint>
 
+#include "megakernel/gemm/band_order.h"
 #include "megakernel/layer/device_error.h"
 #include "megakernel/layer/layer_params.h"
 #include "megakernel/layer/sync.cuh"
@@ -99,33 +100,46 @@ DETMOE_DEVICE void plan_offsets(const LayerParams& p, const LaunchContext& ctx) 
   const uint32_t lane = ptx::lane_id();
   const int32_t per_lane = (p.E + 31) / 32;
   const int32_t e0 = min(p.E, static_cast<int32_t>(lane) * per_lane), e1 = min(p.E, e0 + per_lane);
-  int32_t rows = 0, blocks = 0;
+  // GEMM2's first pass takes gemm::first_pass_mblocks of each expert's m-blocks (gemm_tasks.cuh).
+  auto first_pass = [&](int32_t c) {
+    return gemm::first_pass_mblocks((c + kRowsPerMBlock - 1) / kRowsPerMBlock, kMinGemm2PassMBlocks);
+  };
+  int32_t rows = 0, blocks = 0, firsts = 0;
   for (int32_t e = e0; e < e1; ++e) {
     const int32_t c = __ldcg(p.ws.expert_count + e);
     rows += c;
     blocks += (c + kRowsPerMBlock - 1) / kRowsPerMBlock;
+    firsts += first_pass(c);
   }
-  int32_t rows_incl = rows, blocks_incl = blocks;
+  int32_t rows_incl = rows, blocks_incl = blocks, firsts_incl = firsts;
 #pragma unroll
   for (int off = 1; off < 32; off <<= 1) {
     const int32_t r = __shfl_up_sync(0xffffffffu, rows_incl, off);
     const int32_t b = __shfl_up_sync(0xffffffffu, blocks_incl, off);
+    const int32_t f = __shfl_up_sync(0xffffffffu, firsts_incl, off);
     if (static_cast<int>(lane) >= off) {
       rows_incl += r;
       blocks_incl += b;
+      firsts_incl += f;
     }
   }
-  int32_t row = rows_incl - rows, block = blocks_incl - blocks;
+  int32_t row = rows_incl - rows, block = blocks_incl - blocks, first = firsts_incl - firsts;
+  int32_t* const pass_offset[2] = {p.ws.pass_mblock_offset, p.ws.pass_mblock_offset + p.E + 1};
   for (int32_t e = e0; e < e1; ++e) {
     p.ws.expert_offset[e] = row;
     p.ws.mblock_offset[e] = block;
+    pass_offset[0][e] = first;
+    pass_offset[1][e] = block - first;
     const int32_t c = __ldcg(p.ws.expert_count + e);
     row += c;
     block += (c + kRowsPerMBlock - 1) / kRowsPerMBlock;
+    first += first_pass(c);
   }
   if (lane == 31) {
     p.ws.expert_offset[p.E] = rows_incl;
     p.ws.mblock_offset[p.E] = blocks_incl;
+    pass_offset[0][p.E] = firsts_incl;
+    pass_offset[1][p.E] = blocks_incl - firsts_incl;
   }
   __syncwarp();
   if (lane == 0) {

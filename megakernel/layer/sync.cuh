@@ -101,15 +101,26 @@ struct WaitSite {
 // (recorded) or when another CTA aborted the launch. The test hook makes `site.task`'s target
 // unreachable and gives it half the timeout, so it expires before the waits downstream of it
 // (which started earlier and would otherwise be reported first: seen on the H200).
+// kFromLastProgress: the timeout counts from the last time the counter moved, for a wait that
+// spans whole phases from the launch's start (the backward's d_x sums): it still reports a stall,
+// not a long phase.
+template <bool kFromLastProgress = false>
 DETMOE_DEVICE bool wait_counter(const LaunchContext& ctx, const unsigned long long* counter, uint32_t target,
                                 const WaitSite& site) {
   const bool forced = site.task == ctx.force_timeout_task;
   const unsigned long long goal = forced ? (uint64_t{1} << 31) + target : target;
   const long long timeout_ns = forced ? ctx.timeout_ns / 2 : ctx.timeout_ns;
-  const unsigned long long start = globaltimer_ns();
+  unsigned long long start = globaltimer_ns();
+  unsigned long long seen_last = 0;
   for (uint32_t spin = 1;; ++spin) {
     const unsigned long long v = ld_acquire_u64(counter);
     if ((v >> 32) == ctx.epoch && (v & 0xffffffffull) >= goal) return true;
+    if constexpr (kFromLastProgress) {
+      if (v != seen_last) {
+        seen_last = v;
+        start = globaltimer_ns();
+      }
+    }
     if ((spin & 31u) == 0) {
       if (launch_aborted(ctx)) return false;
       if (static_cast<long long>(globaltimer_ns() - start) > timeout_ns) {
@@ -179,7 +190,7 @@ DETMOE_DEVICE bool grid_barrier(const LaunchContext& ctx, unsigned long long* ba
 // stores before both. The stamp also clears any count an aborted earlier launch left, and a
 // waiter still checks the epoch.
 DETMOE_DEVICE void stamp_counters(const LayerParams& p, uint32_t epoch) {
-  if (blockIdx.x == 0 && threadIdx.x < 2 * p.P) p.ws.tickets[threadIdx.x] = 0;
+  if (blockIdx.x == 0 && threadIdx.x < 3 * p.P) p.ws.tickets[threadIdx.x] = 0;
   const int64_t words = static_cast<int64_t>(p.P) * p.counters.per_rank;
   const unsigned long long stamp = static_cast<unsigned long long>(epoch) << 32;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < words;

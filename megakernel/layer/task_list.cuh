@@ -161,20 +161,24 @@ class ExpertWalker {
         e_(first_) {}
 
   // Expert of global m-block `mb` (which must belong to the rank).
-  DETMOE_DEVICE int32_t expert_of(int32_t mb) {
+  DETMOE_DEVICE int32_t expert_of(int32_t mb) { return expert_of(offsets_, mb); }
+
+  // The same over another [E+1] offset array (GEMM2's passes, gemm_tasks.cuh): the expert e
+  // with offsets[e] ≤ mb < offsets[e + 1]. The last answer is only a starting point.
+  DETMOE_DEVICE int32_t expert_of(const int32_t* offsets, int32_t mb) {
     // Back a few experts (inside a band), else a binary search for the last expert starting at
     // or before mb (a phase restarting at the rank's first m-block).
-    for (int step = 0; step < 4 && e_ > first_ && __ldcg(offsets_ + e_) > mb; ++step) --e_;
-    if (__ldcg(offsets_ + e_) > mb) {
+    for (int step = 0; step < 4 && e_ > first_ && __ldcg(offsets + e_) > mb; ++step) --e_;
+    if (__ldcg(offsets + e_) > mb) {
       int32_t lo = first_, hi = e_ - 1;
       while (lo < hi) {
         const int32_t mid = (lo + hi + 1) / 2;
-        if (__ldcg(offsets_ + mid) <= mb) lo = mid;
+        if (__ldcg(offsets + mid) <= mb) lo = mid;
         else hi = mid - 1;
       }
       e_ = lo;
     }
-    while (e_ < last_ && __ldcg(offsets_ + e_ + 1) <= mb) ++e_;
+    while (e_ < last_ && __ldcg(offsets + e_ + 1) <= mb) ++e_;
     return e_;
   }
 

@@ -136,6 +136,11 @@ DETMOE_DEVICE unsigned int* ticket_counter(const LayerParams& p, int32_t rank, b
   return p.ws.tickets + 2 * rank + (comm_role ? 1 : 0);
 }
 
+// The backward's d_x sum units taken so far of rank `rank` (backward_tasks.cuh dx_sum_unit).
+DETMOE_DEVICE unsigned int* sum_unit_ticket(const LayerParams& p, int32_t rank) {
+  return p.ws.tickets + 2 * p.P + rank;
+}
+
 // Producer thread: the next task number of its (rank, role) list, −1 when the list is done.
 DETMOE_DEVICE int32_t take_ticket(unsigned int* counter, int32_t total) {
   const unsigned int i = atomicAdd(counter, 1u);

@@ -137,7 +137,7 @@ TEST(LayerSizes, WorkspacePiecesAreAlignedDisjointAndInside) {
       expect_pieces_aligned_disjoint_inside(
           {{w.launch_state, 8}, {w.bad_key, 8}, {w.barriers, 8 * kPlanBarriers}, {w.error, sizeof(DeviceErrorRecord)},
            {w.counters, 8 * z->counter_words}, {w.chunk_base, 4 * z->chunk_cells}, {w.expert_count, 4 * s.E},
-           {w.expert_offset, 4 * (s.E + 1)}, {w.mblock_offset, 4 * (s.E + 1)}, {w.rank_row_begin, 4 * (s.P + 1)},
+           {w.expert_offset, 4 * (s.E + 1)}, {w.mblock_offset, 4 * (s.E + 1)}, {w.pass_mblock_offset, 8 * (s.E + 1)}, {w.rank_row_begin, 4 * (s.P + 1)},
            {w.slot_row, 4 * z->rows}, {w.row_token, 4 * z->rows}, {w.row_slot, 4 * z->rows}, {w.recv, 2 * z->recv},
            {w.act, 2 * z->act}, {w.h, 2 * z->h}, {w.slots, 2 * z->slots}, {w.act_s, 2 * z->act_s}, {w.s, 2 * z->s},
            {w.hs, 2 * z->hs}},
@@ -243,6 +243,24 @@ TEST(LayerSchedule, BandMBlocksFollowOverlapRows) {
     EXPECT_EQ(band_mblocks(c), mblocks) << "overlap_rows " << rows;
     EXPECT_EQ(forward_band_mblocks(c), mblocks) << "overlap_rows " << rows;  // a set value holds both ways
   }
+}
+
+// GEMM2's two passes (gemm/band_order.h first_pass_mblocks, as the plan and the kernels call it):
+// the first pass is the low half (rounded up) only when both halves keep min_pass m-blocks, else
+// the whole grid, so no pass is a thin strip re-reading the weight panels.
+TEST(LayerSchedule, Gemm2FirstPassIsTheLowHalfOfLongExperts) {
+  for (int32_t min_pass : {1, 8}) {
+    for (int32_t m_blocks = 0; m_blocks <= 40; ++m_blocks) {
+      const int32_t first = gemm::first_pass_mblocks(m_blocks, min_pass);
+      const int32_t second = m_blocks - first;
+      EXPECT_TRUE(first >= second && second >= 0) << m_blocks << " m-blocks, min_pass " << min_pass;
+      if (second > 0) EXPECT_TRUE(second >= min_pass && first - second <= 1) << m_blocks << ", " << min_pass;
+      else EXPECT_TRUE(m_blocks < 2 * min_pass) << m_blocks << ", " << min_pass;
+    }
+  }
+  EXPECT_EQ(gemm::first_pass_mblocks(16, kMinGemm2PassMBlocks), 8);  // deepseek-v3: 2048 rows per expert
+  EXPECT_EQ(gemm::first_pass_mblocks(32, kMinGemm2PassMBlocks), 16);  // mixtral-8x7b: 4096
+  EXPECT_EQ(gemm::first_pass_mblocks(4, kMinGemm2PassMBlocks), 4);   // qwen3-30b-a3b: one pass
 }
 
 // The band orders of the GEMM tasks (gemm/band_order.h, the same functions the kernels call):
