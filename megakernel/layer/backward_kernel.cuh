@@ -196,7 +196,7 @@ DETMOE_DEVICE void run_bwd_consumer(const BackwardParams& bp, const LaunchContex
           handoff.scatter_rows(acc, et, col_end, ctx, where);
           break;
         case BwdEpilogue::kStore: {
-          if (DETMOE_PROBE == 1 && g.tile.weight_grad) break;
+          if ((DETMOE_PROBE & 1) != 0 && g.tile.weight_grad) break;
           handoff.reclaim();  // the slabs lie in the copier's staging
           gemm::KernelParams kp{};
           kp.epilogue = g.store_kind;

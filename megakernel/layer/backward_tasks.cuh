@@ -498,7 +498,7 @@ DETMOE_DEVICE void dy_dispatch(const BackwardParams& bp, const LaunchContext& ct
   const uint32_t buffers = ptx::smem_u32(staging) + static_cast<uint32_t>(warp) * kDyWarpBytes;
   uint32_t step = 0;
 #pragma unroll 1
-  for (int32_t q = warp; q < (DETMOE_PROBE == 3 ? 0 : n); q += kCopyWarps) {
+  for (int32_t q = warp; q < ((DETMOE_PROBE & 4) != 0 ? 0 : n); q += kCopyWarps) {
     const int32_t t = t0 + q;
 #pragma unroll 1
     for (int32_t j0 = 0; j0 < p.k; j0 += kDySlots) {

@@ -22,9 +22,9 @@
 #include "megakernel/ptx/stmatrix.cuh"
 #include "megakernel/ptx/tma.cuh"
 
-// Upper-bound probes (branch probe-upper-bounds, perf only, wrong results): 1 = the weight-gradient
-// tiles store nothing, 2 = the dSwiGLU epilogue only waits for and releases its h stages, 3 = the dy
-// dispatch only signals.
+// Upper-bound probes (branch probe-upper-bounds, perf only, wrong results), a bit mask: 1 = the
+// weight-gradient tiles store nothing, 2 = the dSwiGLU epilogue only waits for and releases its h
+// stages, 4 = the dy dispatch only signals.
 #ifndef DETMOE_PROBE
 #define DETMOE_PROBE 0
 #endif
@@ -186,7 +186,7 @@ struct DSwiGLUEpilogue {
       pipe.consumer_wait(st);
       uint8_t* g_stage = smem.a_stage(st.stage);
       uint8_t* u_stage = smem.b_stage(st.stage);
-      if (rows && DETMOE_PROBE != 2) {
+      if (rows && (DETMOE_PROBE & 2) == 0) {
         const uint32_t g_rows = ptx::smem_u32(g_stage) + row_offset;
         const uint32_t u_rows = ptx::smem_u32(u_stage) + row_offset;
 #pragma unroll
