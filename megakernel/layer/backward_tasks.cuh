@@ -420,7 +420,10 @@ DETMOE_DEVICE void dy_token_slots(const uint16_t* drow, const uint16_t* yrow, in
         dv[u] = __ldg(reinterpret_cast<const uint4*>(drow + c));
 #pragma unroll
         for (int j = 0; j < kSlots; ++j) {
-          if (j < kg) yv[u][j] = __ldcg(reinterpret_cast<const uint4*>(yrow + static_cast<int64_t>(j) * H + c));
+          if (j < kg && (DETMOE_PROBE & 8) == 0)
+            yv[u][j] = __ldcg(reinterpret_cast<const uint4*>(yrow + static_cast<int64_t>(j) * H + c));
+          else if (j < kg)
+            yv[u][j] = make_uint4(0u, 0u, 0u, 0u);
         }
       }
     }
@@ -440,8 +443,10 @@ DETMOE_DEVICE void dy_token_slots(const uint16_t* drow, const uint16_t* yrow, in
 #pragma unroll
         for (int v = 0; v < 8; v += 2) {
           const float d0 = float_from_bf16_bits(dd[v]), d1 = float_from_bf16_bits(dd[v + 1]);
-          partial[j] = fmaf(d0, float_from_bf16_bits(yy[v]), partial[j]);
-          partial[j] = fmaf(d1, float_from_bf16_bits(yy[v + 1]), partial[j]);
+          if ((DETMOE_PROBE & 8) == 0) {
+            partial[j] = fmaf(d0, float_from_bf16_bits(yy[v]), partial[j]);
+            partial[j] = fmaf(d1, float_from_bf16_bits(yy[v + 1]), partial[j]);
+          }
           o[v / 2] = static_cast<uint32_t>(bf16_bits_from_float(wt[j] * d0)) |
                      (static_cast<uint32_t>(bf16_bits_from_float(wt[j] * d1)) << 16);
         }

@@ -24,7 +24,9 @@
 
 // Upper-bound probes (branch probe-upper-bounds, perf only, wrong results), a bit mask: 1 = the
 // weight-gradient tiles store nothing, 2 = the dSwiGLU epilogue only waits for and releases its h
-// stages, 4 = the dy dispatch only signals.
+// stages, 4 = the dy dispatch only signals; clean versions (every output still written from real
+// data): 8 = the dy dispatch reads no y and computes no dot (d_topk_w = 0; dy as always),
+// 16 = the dSwiGLU epilogue stores h itself as dh (no ldmatrix, math or stmatrix).
 #ifndef DETMOE_PROBE
 #define DETMOE_PROBE 0
 #endif
@@ -190,7 +192,7 @@ struct DSwiGLUEpilogue {
         const uint32_t g_rows = ptx::smem_u32(g_stage) + row_offset;
         const uint32_t u_rows = ptx::smem_u32(u_stage) + row_offset;
 #pragma unroll
-        for (int b = 0; b < 4; ++b) {
+        for (int b = 0; b < ((DETMOE_PROBE & 16) != 0 ? 0 : 4); ++b) {
           const uint32_t chunk = ((2u * b + (matrix >> 1)) ^ (t.lane & 7u)) << 4;
           uint32_t g4[4], u4[4];
           ptx::ldmatrix_x4(g_rows + chunk, g4);
