@@ -45,7 +45,8 @@ struct EpilogueTile {
 // One slab's turn: wait until the store issued kSlabs slabs ago has read `slab` (bulk groups
 // complete in order, so "at most kSlabs − 1 pending" means only the others' stores may still
 // read), fill it with `write`, and let the issuer store it.
-template <int kSlabs, class Write>
+// kEvictFirst: the store marks its L2 lines first for eviction (ptx::l2_evict_first_policy).
+template <int kSlabs, bool kEvictFirst = false, class Write>
 DETMOE_DEVICE void store_slab(uint32_t slab, uint32_t barrier_id, bool issuer, const CUtensorMap* map, int32_t col,
                               int32_t row, int32_t row_end, Write&& write) {
   if (issuer) ptx::bulk_wait_group_read<kSlabs - 1>();
@@ -55,7 +56,11 @@ DETMOE_DEVICE void store_slab(uint32_t slab, uint32_t barrier_id, bool issuer, c
   ptx::named_barrier_sync(barrier_id, 128);
   if (issuer) {
     const RaggedCoords rc = ragged_coords(row, row_end, 64);
-    ptx::tma_store_3d(map, slab, col, rc.y, rc.z);
+    if constexpr (kEvictFirst) {
+      ptx::tma_store_3d_hint(map, slab, col, rc.y, rc.z, ptx::l2_evict_first_policy());
+    } else {
+      ptx::tma_store_3d(map, slab, col, rc.y, rc.z);
+    }
     ptx::bulk_commit_group();
   }
 }
@@ -95,7 +100,7 @@ class SlabStore {
 // more staging than the core's two slabs (the fused layer: four per warpgroup), so a tile's
 // epilogue waits only for the reads of its slabs beyond the first kSlabs (an fp32 tile's eight:
 // four, not six) and leaves up to kSlabs stores reading behind it when it returns.
-template <int kSlabs>
+template <int kSlabs, bool kEvictFirst = false>
 class SlabRing {
  public:
   static_assert(kSlabs >= 2 && kSlabs <= 8, "bulk_wait_group_read takes 0 … 7 pending groups");
@@ -109,7 +114,7 @@ class SlabRing {
                            Write&& write) {
     if (col >= col_limit || row >= row_end) return;
     const uint32_t slab = first_ + (count_ % static_cast<uint32_t>(kSlabs)) * kSlabBytes;
-    store_slab<kSlabs>(slab, barrier_id_, issuer_, map, col, row, row_end, write);
+    store_slab<kSlabs, kEvictFirst>(slab, barrier_id_, issuer_, map, col, row, row_end, write);
     ++count_;
   }
 

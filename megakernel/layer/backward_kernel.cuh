@@ -133,7 +133,7 @@ DETMOE_DEVICE void run_bwd_consumer(const BackwardParams& bp, const LaunchContex
   const CtaRole role = bwd_cta_role(p);
   const BackwardTaskList list(p, role.rank, role.phases);
   ExpertWalker walker(p, role.rank);
-  LayerSlabs out(smem.staging(wg, 0), /*barrier_id=*/1 + wg, issuer);
+  BackwardSlabs out(smem.staging(wg, 0), /*barrier_id=*/1 + wg, issuer);
   EpilogueHandoff handoff(copies, smem, wg);
   Stage st;
   uint32_t table_phase = 0;  // row tables read

@@ -255,14 +255,16 @@ DETMOE_DEVICE void run_epilogue_copier(const LayerParams& p, const LaunchContext
       amount[1] = 0;
     }
     if (!kSwiGLUJobs || kind == CopyJobKind::kRows) {
-      // Lane l sends rows l and l + 32.
+      // Lane l sends rows l and l + 32. The rows (y slots, dx slots) are read again only by the
+      // weighted / d_x sums at the phase's end, from memory: their L2 lines go first.
       const int32_t col0 = job.col0;
       const uint32_t bytes = job.bytes;
+      const uint64_t policy = ptx::l2_evict_first_policy();
 #pragma unroll
       for (uint32_t h = 0; h < 2; ++h) {
         const uint32_t r = lane + 32 * h;
         const int32_t slot = job.slot[r];
-        if (slot >= 0) ptx::bulk_store(slot_row(p, slot) + col0, base + r * kRowPitch, bytes);
+        if (slot >= 0) ptx::bulk_store_hint(slot_row(p, slot) + col0, base + r * kRowPitch, bytes, policy);
       }
       ptx::bulk_commit_group();
       ptx::bulk_wait_group_read<0>();
@@ -271,9 +273,11 @@ DETMOE_DEVICE void run_epilogue_copier(const LayerParams& p, const LaunchContext
       const gemm::RaggedCoords rc = gemm::ragged_coords(job.row, job.row_end, 64);
       const CUtensorMap* map_a = job.map_a;
       if (lane == 0 && job.map_h != nullptr) {
+        // h is read only by the backward: its L2 lines go first.
+        const uint64_t policy = ptx::l2_evict_first_policy();
         for (int32_t sl = 0; sl < slabs; ++sl) {
-          ptx::tma_store_3d(job.map_h, base + sl * Smem::kBoxBytes, col0 + 64 * sl, rc.y, rc.z);
-          ptx::tma_store_3d(job.map_h, base + (2 + sl) * Smem::kBoxBytes, F + col0 + 64 * sl, rc.y, rc.z);
+          ptx::tma_store_3d_hint(job.map_h, base + sl * Smem::kBoxBytes, col0 + 64 * sl, rc.y, rc.z, policy);
+          ptx::tma_store_3d_hint(job.map_h, base + (2 + sl) * Smem::kBoxBytes, F + col0 + 64 * sl, rc.y, rc.z, policy);
         }
         ptx::bulk_commit_group();
         ptx::bulk_wait_group_read<0>();  // a is written over g next

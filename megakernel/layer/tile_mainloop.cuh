@@ -48,6 +48,9 @@ using Stage = gemm::PipelineState<Cfg::kStages>;
 inline constexpr int kLayerSlabs = static_cast<int>(Cfg::kStagingBytesPerWarpgroup / Smem::kBoxBytes);
 static_assert(kLayerSlabs == 4, "34 KB of staging per warpgroup: four 8 KB slabs");
 using LayerSlabs = gemm::SlabRing<kLayerSlabs>;
+// The backward's store tiles (fp32 weight gradients, the shared expert's dx) are read by nothing
+// in the launch (the dx by the d_x sums, long after): their stores give up their L2 lines first.
+using BackwardSlabs = gemm::SlabRing<kLayerSlabs, /*kEvictFirst=*/true>;
 
 // One output tile of one of the four GEMMs (routed/shared × GEMM1/GEMM2). Rows are absolute
 // rows of the maps; *_end clips (ragged maps zero-fill loads and drop stores past it).

@@ -32,6 +32,25 @@ DETMOE_DEVICE void tma_store_3d(const CUtensorMap* map, uint32_t src_smem_addr, 
                : "memory");
 }
 
+// An L2 policy that marks the lines it touches first for eviction (createpolicy), for stores of
+// data nothing reads again soon: they still go through L2 to memory but give up their lines
+// before the operands that the GEMM tiles re-read from L2.
+DETMOE_DEVICE uint64_t l2_evict_first_policy() {
+  uint64_t policy;
+  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+  return policy;
+}
+
+// tma_store_3d with an L2 cache policy (l2_evict_first_policy).
+DETMOE_DEVICE void tma_store_3d_hint(const CUtensorMap* map, uint32_t src_smem_addr, int32_t c0, int32_t c1, int32_t c2,
+                                     uint64_t policy) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group.L2::cache_hint [%0, {%2, %3, %4}], [%1], %5;" ::"l"(
+          reinterpret_cast<uint64_t>(map)),
+      "r"(src_smem_addr), "r"(c0), "r"(c1), "r"(c2), "l"(policy)
+      : "memory");
+}
+
 // Plain (non-tensor) bulk copy of `bytes` from global to shared memory, completing on `bar`.
 // Both addresses 16-byte aligned, `bytes` a multiple of 16.
 DETMOE_DEVICE void bulk_load(void* dst, const void* src, uint32_t bytes, uint64_t* bar) {
@@ -47,6 +66,14 @@ DETMOE_DEVICE void bulk_load(void* dst, const void* src, uint32_t bytes, uint64_
 DETMOE_DEVICE void bulk_store(void* dst, uint32_t src_smem_addr, uint32_t bytes) {
   asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;" ::"l"(reinterpret_cast<uint64_t>(dst)),
                "r"(src_smem_addr), "r"(bytes)
+               : "memory");
+}
+
+// bulk_store with an L2 cache policy (l2_evict_first_policy).
+DETMOE_DEVICE void bulk_store_hint(void* dst, uint32_t src_smem_addr, uint32_t bytes, uint64_t policy) {
+  asm volatile("cp.async.bulk.global.shared::cta.bulk_group.L2::cache_hint [%0], [%1], %2, %3;" ::"l"(
+                   reinterpret_cast<uint64_t>(dst)),
+               "r"(src_smem_addr), "r"(bytes), "l"(policy)
                : "memory");
 }
 
