@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Where the fused backward's warps wait: ncu's per-instruction warp-stall samples of one
-# deepseek-v3 backward launch, then (GRADS_PROBE=1, the default) what the fp32 weight gradients
+# backward launch (NCU_SHAPE, default deepseek-v3), then (GRADS_PROBE=1, the default) what the fp32 weight gradients
 # cost end to end (the same bench with bf16 weight gradients beside it, megakernel and reference).
 #   OUT=dir BUDGET_S=... [BIN=.abbin/base] [NCU_ARGS=...] [NCU_SHAPE=deepseek-v3] [GRADS_PROBE=0] bash ci/device-ncu-bwd.sh
 #   (carry .devdeps and BIN's tree, with libbenchmark in .abbin/lib; BIN holds detmoe and detmoe_perf_layer)
