@@ -35,6 +35,8 @@
 //   --no-save-h: LayerConfig::save_h off (GEMM1 stores a only; the backward recomputes h): what
 //            the h stores cost the forward and the recompute the backward. Adds "/no-save-h" to
 //            the name.
+//   --wgrad-launch=auto|fused|second: LayerConfig::weight_grad_launch (default auto). The names
+//            do not carry it, so that A/B calls compare the same rows across settings.
 //   --knobs=C:R[,C:R...]: megakernel LayerConfig settings to time, comm_sms C and overlap_rows R
 //            (default 0:0); a setting other than 0:0 adds "/comm<C>-rows<R>" to the name. The
 //            knobs change speed only, never bits (D1), so this is how their effect is measured.
@@ -147,6 +149,12 @@ bool& bf16_weight_grads() {
   return v;
 }
 
+// --wgrad-launch=, set once from the command line (LayerConfig::weight_grad_launch).
+WeightGradLaunch& wgrad_launch() {
+  static WeightGradLaunch v = WeightGradLaunch::kAuto;
+  return v;
+}
+
 ProblemSession& session_for(const std::string& impl, const std::string& shape_name, const std::string& routing,
                             const Variant& v, uint64_t seed) {
   Current& c = current();
@@ -170,6 +178,7 @@ ProblemSession& session_for(const std::string& impl, const std::string& shape_na
   config.comm_sms = v.knobs.first;
   config.overlap_rows = v.knobs.second;
   config.save_h = v.save_h;
+  config.weight_grad_launch = wgrad_launch();
   auto s = ProblemSession::create(impl, shape, *r, seed, std::shared_ptr<RowExchange>(std::move(*ex)), config, options,
                                   /*write_y=*/false);
   check(s.status(), "ProblemSession::create");
@@ -411,6 +420,9 @@ int main(int argc, char** argv) {
     else if (a == "--no-save-h") o.save_h = false;
     else if (a == "--grad-dtype=bf16") o.bf16_grads = true;
     else if (a == "--grad-dtype=fp32") o.bf16_grads = false;
+    else if (a == "--wgrad-launch=auto") wgrad_launch() = WeightGradLaunch::kAuto;
+    else if (a == "--wgrad-launch=fused") wgrad_launch() = WeightGradLaunch::kFused;
+    else if (a == "--wgrad-launch=second") wgrad_launch() = WeightGradLaunch::kSecondLaunch;
     else if (const char* v = value("--steps-out=")) steps_out_path() = v;
     else {
       std::fprintf(stderr, "detmoe_perf_layer: unknown flag %s\n", argv[i]);

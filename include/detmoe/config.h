@@ -9,6 +9,15 @@
 
 namespace detmoe {
 
+// Where the megakernel's backward computes the routed experts' weight gradients (dW_down,
+// dW_gate_up). A speed knob: both give the same bits (the same tiles, k order and stores).
+enum class WeightGradLaunch : int32_t {
+  kAuto,          // the measured-faster choice for the shape (megakernel/host/weight_grads.h)
+  kFused,         // inside the backward's one launch, after the d_x sum
+  kSecondLaunch,  // a GEMM-core launch after it (four operand stages, no staging to share)
+};
+const char* to_string(WeightGradLaunch w);
+
 struct LayerConfig {
   Precision precision = Precision::kBF16;
   GradPrecision grad_precision = GradPrecision::kFP32;
@@ -29,6 +38,7 @@ struct LayerConfig {
   // Rows each rank's receive buffer holds; 0 = the worst case P·T·min(k, E/P), which can never
   // overflow. A smaller cap is checked against the plan before any write.
   int64_t recv_capacity_rows = 0;
+  WeightGradLaunch weight_grad_launch = WeightGradLaunch::kAuto;
   // Bound of every device spin-wait, in milliseconds, before the launch fails with kDeviceTimeout.
   int32_t spin_timeout_ms = 2000;
 };

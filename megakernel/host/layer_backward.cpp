@@ -12,6 +12,7 @@
 #include "megakernel/host/layer_kernel.h"
 #include "megakernel/host/recompute_h.h"
 #include "megakernel/host/tensor_map.h"
+#include "megakernel/host/weight_grads.h"
 
 namespace detmoe {
 
@@ -118,7 +119,15 @@ Status Layer::backward(const LayerBackwardArgs& args, cudaStream_t stream) {
     bp.f.h_store = bp.dh_k;
     if (Fs > 0) bp.f.hs_store = bp.dhs_k;
   }
-  return mk::launch_backward_kernel(bp, m.grid, stream);
+  // The routed weight gradients in this launch or in a GEMM-core launch after it (weight_grads.h).
+  const bool later = mk::weight_grads_in_second_launch(sh, m.config);
+  if (later) {
+    bp.later_phases = mk::kLaterWgradDown | mk::kLaterWgradGateUp;
+    DETMOE_RETURN_IF_ERROR(mk::rank_group_offsets(sh, m.ws, stream));
+  }
+  DETMOE_RETURN_IF_ERROR(mk::launch_backward_kernel(bp, m.grid, stream));
+  if (!later) return Status::Ok();
+  return mk::routed_weight_grads(sh, m.sizes.capacity, m.ws, args.outputs, fp32, m.grid, stream);
 }
 
 }  // namespace detmoe

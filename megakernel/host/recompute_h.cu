@@ -4,19 +4,10 @@
 
 #include "detmoe/cuda_status.h"
 #include "detmoe/gemm.h"
+#include "megakernel/host/weight_grads.h"
 
 namespace detmoe::mk {
 namespace {
-
-// out[r·(epr+1) + e] = the first row of rank r's local expert e within the rank's receive rows
-// (e = epr: the end of its rows), from the forward's global plan.
-__global__ void rank_group_offsets_kernel(const int32_t* expert_offset, const int32_t* rank_row_begin, int32_t P,
-                                          int32_t epr, int32_t* out) {
-  const int32_t i = static_cast<int32_t>(blockIdx.x * blockDim.x + threadIdx.x);
-  if (i >= P * (epr + 1)) return;
-  const int32_t r = i / (epr + 1), e = i % (epr + 1);
-  out[i] = expert_offset[r * epr + e] - rank_row_begin[r];
-}
 
 // C [rows, n] = bf16(A [rows, k] · B [groups·n, k]ᵀ per group), dense: the forward's GEMM1 without
 // its SwiGLU, so C = h. group_offsets null: one group of all rows.
@@ -49,11 +40,7 @@ Status recompute_h(const Shape& shape, int64_t capacity, const Workspace& ws, st
   const int32_t epr = static_cast<int32_t>(shape.experts_per_rank());
   if (static_cast<int64_t>(inputs.size()) != P)
     return invalid_argument("recompute_h: " + std::to_string(inputs.size()) + " inputs for P = " + std::to_string(P) + " ranks");
-  if (ws.h_group_offsets == nullptr) return Status(ErrorCode::kInternal, "recompute_h: the workspace has no group offsets");
-  const int32_t n = static_cast<int32_t>(P) * (epr + 1);
-  rank_group_offsets_kernel<<<(n + 255) / 256, 256, 0, stream>>>(ws.expert_offset, ws.rank_row_begin,
-                                                                  static_cast<int32_t>(P), epr, ws.h_group_offsets);
-  DETMOE_CUDA_RETURN(cudaGetLastError());
+  DETMOE_RETURN_IF_ERROR(rank_group_offsets(shape, ws, stream));
   for (int64_t r = 0; r < P; ++r) {
     DETMOE_RETURN_IF_ERROR(gate_up(capacity, 2 * F, H, epr, ws.h_group_offsets + r * (epr + 1), ws.recv + r * capacity * H,
                                    inputs[r].w_gate_up, ws.dh + r * capacity * 2 * F, stream, "h", r));

@@ -68,7 +68,7 @@ DETMOE_DEVICE bool backward_start(const LayerParams& p, const LaunchContext& ctx
 DETMOE_DEVICE void run_bwd_producer(const BackwardParams& bp, const LaunchContext& ctx, const Smem& smem,
                                     const Pipe& pipe, TaskRing<NoDescription> ring, RowTable& table) {
   const LayerParams& p = bp.f;
-  const CtaRole role = bwd_cta_role(p);
+  const CtaRole role = bwd_cta_role(bp);
   const BackwardTaskList list(p, role.rank, role.phases);
   ExpertWalker walker(p, role.rank);
   unsigned int* tickets = ticket_counter(p, role.rank, role.phases == kBwdCommPhases);
@@ -130,7 +130,7 @@ DETMOE_DEVICE void run_bwd_consumer(const BackwardParams& bp, const LaunchContex
   const int wg = static_cast<int>(threadIdx.x / 128) - 1;
   const uint32_t thread = threadIdx.x % 128;
   const bool issuer = thread == 0;
-  const CtaRole role = bwd_cta_role(p);
+  const CtaRole role = bwd_cta_role(bp);
   const BackwardTaskList list(p, role.rank, role.phases);
   ExpertWalker walker(p, role.rank);
   LayerSlabs out(smem.staging(wg, 0), /*barrier_id=*/1 + wg, issuer);

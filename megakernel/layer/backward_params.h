@@ -40,9 +40,17 @@ struct RankGradMaps {
   CUtensorMap dws_gate_up;   // [2Fs, H] (Fs > 0)
 };
 
+// BackwardParams::later_phases bits of the routed weight gradients (list phases 6 and 8, checked
+// against BwdPhase in backward_tasks.cuh).
+inline constexpr uint32_t kLaterWgradDown = 1u << 6;
+inline constexpr uint32_t kLaterWgradGateUp = 1u << 8;
+
 struct BackwardParams {
   LayerParams f;        // the last forward's (its rank tensors: the forward's x, routing and y)
   int32_t grad_fp32;    // weight gradients in fp32 (else bf16)
+  // Phases (bit ph of BwdPhase) the host runs as a second launch after this one instead
+  // (megakernel/host/weight_grads.h: the routed weight gradients), 0: all in this launch.
+  uint32_t later_phases;
   // Maps over the workspace's symmetric buffers (rows of every rank, as the forward's).
   CUtensorMap dy_rows;   // [P·cap, H] box 64 × 128: da's A
   CUtensorMap dy_k;      // [P·cap, H] box 64 × 64: dW_down's A

@@ -68,6 +68,9 @@ constexpr uint32_t bwd_phase_bit(BwdPhase ph) { return 1u << static_cast<int>(ph
 inline constexpr uint32_t kBwdCommPhases = bwd_phase_bit(BwdPhase::kDyDispatch) | bwd_phase_bit(BwdPhase::kDxSum);
 inline constexpr uint32_t kBwdAllPhases = (1u << kBwdListPhases) - 1u;
 inline constexpr uint32_t kBwdGemmPhases = kBwdAllPhases & ~kBwdCommPhases;
+static_assert(kLaterWgradDown == bwd_phase_bit(BwdPhase::kWgradDown) &&
+                  kLaterWgradGateUp == bwd_phase_bit(BwdPhase::kWgradGateUp),
+              "backward_params.h names the routed weight gradients' phases");
 
 // Output tile of every backward GEMM: 128 rows × 256 columns.
 inline constexpr int32_t kBwdTileRows = 128;
@@ -77,11 +80,14 @@ inline constexpr int32_t kBwdTileCols = 256;
 inline constexpr int32_t kWgradBandMinTiles = 256;
 
 // The CTA's rank and phase set: cta_role's split (comm_sms) with the backward's phases.
-DETMOE_DEVICE CtaRole bwd_cta_role(const LayerParams& p) {
+// Phases the host runs as a later launch (BackwardParams::later_phases) are left out of every
+// role's list; none of the launch's phases waits on them.
+DETMOE_DEVICE CtaRole bwd_cta_role(const BackwardParams& bp) {
+  const LayerParams& p = bp.f;
   const RankSlice slice = rank_slice(p.P);
   const int32_t comm = comm_ctas_in_slice(p.comm_ctas_per_rank, slice.size);
   if (slice.member < comm) return {slice.rank, kBwdCommPhases};
-  return {slice.rank, comm > 0 ? kBwdGemmPhases : kBwdAllPhases};
+  return {slice.rank, (comm > 0 ? kBwdGemmPhases : kBwdAllPhases) & ~bp.later_phases};
 }
 
 struct BwdTask {

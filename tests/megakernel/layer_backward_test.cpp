@@ -164,6 +164,35 @@ TEST(MegakernelBackwardD1, SmCountsAndKnobsGiveIdenticalBits) {
   }
 }
 
+// LayerConfig::weight_grad_launch is a speed knob: the routed weight gradients in the fused launch
+// and in the GEMM-core launch after it are the same tiles reduced in the same order, so every
+// output keeps its bits — with empty experts, partial m-blocks and columns (F = 192, H = 256 and
+// 320), bf16 weight gradients and loopback ranks (each rank's own groups and outputs), and with
+// h recomputed (the second launch reads dh after the dSwiGLU overwrote the recomputed h).
+TEST(MegakernelBackwardD1, WeightGradLaunchGivesIdenticalBits) {
+  DETMOE_REQUIRE_GPU();
+  struct Draw {
+    Shape shape;
+    const char* routing;
+    GradPrecision grad;
+    bool save_h;
+  };
+  for (const Draw& d : {Draw{kShape, "hot:0.3", GradPrecision::kFP32, true},
+                        Draw{Shape{700, 320, 192, 16, 4, 4, 64}, "empty:5", GradPrecision::kBF16, true},
+                        Draw{Shape{333, 256, 128, 8, 2, 2, 0}, "zipf:2", GradPrecision::kFP32, false}}) {
+    SCOPED_TRACE(d.shape.to_string() + " " + d.routing);
+    const Routing r = make_routing(d.shape, d.routing, 54);
+    LayerConfig fused, later;
+    fused.grad_precision = later.grad_precision = d.grad;
+    fused.save_h = later.save_h = d.save_h;
+    fused.weight_grad_launch = WeightGradLaunch::kFused;
+    later.weight_grad_launch = WeightGradLaunch::kSecondLaunch;
+    const auto a = run_megakernel_once(d.shape, r, 54, fused, true);
+    ASSERT_FALSE(a.empty());
+    EXPECT_TRUE(bitwise_equal(run_megakernel_once(d.shape, r, 54, later, true), a));
+  }
+}
+
 // The shared expert's weight gradients are each rank's partial, summed outside the layer
 // (DeviceProblem::download sums them in fp64), so they are left out across P.
 TEST(MegakernelBackwardD2, LoopbackEpSizesGiveIdenticalBits) {

@@ -85,7 +85,7 @@ TEST(LayerSizes, BackwardBuffersAreTheirOwnAllocation) {
     EXPECT_EQ(z->dh, s.P * z->capacity * 2 * s.F);
     EXPECT_EQ(z->dx_slots, s.P * s.T * s.k * s.H);
     EXPECT_EQ(z->dhs, s.Fs > 0 ? s.P * s.T * 2 * s.Fs : 0);
-    EXPECT_EQ(z->h_group_offsets, 0);  // h saved: nothing to recompute
+    EXPECT_EQ(z->h_group_offsets, s.P * (s.experts_per_rank() + 1));  // the weight gradients' groups
     const uintptr_t base = uintptr_t{1} << 40;
     const WorkspaceLayout forward = layout_workspace(base, s, *z);
     EXPECT_EQ(forward.ws.dy, nullptr);

@@ -1,0 +1,84 @@
+#include "megakernel/host/weight_grads.h"
+
+#include <string>
+
+#include "detmoe/cuda_status.h"
+#include "detmoe/gemm.h"
+
+namespace detmoe::mk {
+namespace {
+
+// out[r·(epr+1) + e] = the first row of rank r's local expert e within the rank's receive rows
+// (e = epr: the end of its rows), from the forward's global plan.
+__global__ void rank_group_offsets_kernel(const int32_t* expert_offset, const int32_t* rank_row_begin, int32_t P,
+                                          int32_t epr, int32_t* out) {
+  const int32_t i = static_cast<int32_t>(blockIdx.x * blockDim.x + threadIdx.x);
+  if (i >= P * (epr + 1)) return;
+  const int32_t r = i / (epr + 1), e = i % (epr + 1);
+  out[i] = expert_offset[r * epr + e] - rank_row_begin[r];
+}
+
+// C [groups·m, n] = Σ over each group's rows of A[r, :]ᵀ·B[r, :].
+Status weight_grad(int64_t rows, int64_t m, int64_t n, int32_t groups, const int32_t* offsets, const uint16_t* a,
+                   const uint16_t* b, void* c, bool fp32, int grid, cudaStream_t stream, const char* what, int64_t rank) {
+  gemm::GroupedGemm g;
+  g.layout = gemm::Layout::kWeightGrad;
+  g.epilogue = fp32 ? gemm::Epilogue::kStoreFP32 : gemm::Epilogue::kStoreBF16;
+  g.rows = rows;
+  g.m = m;
+  g.n = n;
+  g.groups = groups;
+  g.group_offsets = offsets;
+  g.a = a;
+  g.lda = m;
+  g.b = b;
+  g.ldb = n;
+  g.c = c;
+  g.ldc = n;
+  g.grid_ctas = grid;
+  if (const Status s = gemm::run(g, stream); !s.ok())
+    return Status(s.code(), "backward: " + std::string(what) + " of rank " + std::to_string(rank) + ": " + s.message());
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status rank_group_offsets(const Shape& shape, const Workspace& ws, cudaStream_t stream) {
+  if (ws.h_group_offsets == nullptr) return Status(ErrorCode::kInternal, "backward: the workspace has no group offsets");
+  const int32_t P = static_cast<int32_t>(shape.P), epr = static_cast<int32_t>(shape.experts_per_rank());
+  const int32_t n = P * (epr + 1);
+  rank_group_offsets_kernel<<<(n + 255) / 256, 256, 0, stream>>>(ws.expert_offset, ws.rank_row_begin, P, epr,
+                                                                  ws.h_group_offsets);
+  DETMOE_CUDA_RETURN(cudaGetLastError());
+  return Status::Ok();
+}
+
+Status routed_weight_grads(const Shape& shape, int64_t capacity, const Workspace& ws,
+                           std::span<const DeviceGradOutputs> outputs, bool fp32, int grid, cudaStream_t stream) {
+  const int64_t P = shape.P, H = shape.H, F = shape.F;
+  const int32_t epr = static_cast<int32_t>(shape.experts_per_rank());
+  if (static_cast<int64_t>(outputs.size()) != P)
+    return invalid_argument("backward: " + std::to_string(outputs.size()) + " gradient outputs for P = " + std::to_string(P) + " ranks");
+  if (ws.h_group_offsets == nullptr) return Status(ErrorCode::kInternal, "backward: the workspace has no group offsets");
+  for (int64_t r = 0; r < P; ++r) {
+    const int32_t* offsets = ws.h_group_offsets + r * (epr + 1);
+    DETMOE_RETURN_IF_ERROR(weight_grad(capacity, H, F, epr, offsets, ws.dy + r * capacity * H, ws.act + r * capacity * F,
+                                       outputs[r].dw_down, fp32, grid, stream, "dW_down", r));
+    DETMOE_RETURN_IF_ERROR(weight_grad(capacity, 2 * F, H, epr, offsets, ws.dh + r * capacity * 2 * F,
+                                       ws.recv + r * capacity * H, outputs[r].dw_gate_up, fp32, grid, stream,
+                                       "dW_gate_up", r));
+  }
+  return Status::Ok();
+}
+
+bool weight_grads_in_second_launch(const Shape& shape, const LayerConfig& config) {
+  (void)shape;
+  switch (config.weight_grad_launch) {
+    case WeightGradLaunch::kFused: return false;
+    case WeightGradLaunch::kSecondLaunch: return true;
+    case WeightGradLaunch::kAuto: break;
+  }
+  return true;  // provisional: set from the A/B of docs/PERF.md session 26
+}
+
+}  // namespace detmoe::mk

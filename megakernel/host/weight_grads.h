@@ -1,0 +1,38 @@
+// The routed experts' weight gradients as a second launch after the fused backward (issue 18's
+// "if a second launch is measurably better"; docs/MEGAKERNEL.md "Backward"): the GEMM core's
+// grouped weight-grad GEMM (detmoe/gemm.h) over the rows the fused launch left in the workspace,
+// per rank and local expert dW_down = dyᵀ·a and dW_gate_up = dhᵀ·x_recv.
+//
+// Same bits as the fused kernel's weight-gradient tiles: the same 128 × 256 output tiles, each
+// reducing its expert's rows in 64-row k-blocks from the first with the same wgmma sequence
+// (gemm::consume_k_blocks over the weight-grad operand form) and the same fp32 or bf16 store; only
+// the depth of the operand ring differs (the core's four stages against the fused kernel's three,
+// whose shared memory also holds the epilogues' staging).
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <span>
+
+#include "detmoe/config.h"
+#include "detmoe/device_tensors.h"
+#include "detmoe/shapes.h"
+#include "detmoe/status.h"
+#include "megakernel/layer/layer_params.h"
+
+namespace detmoe::mk {
+
+// ws.h_group_offsets[r·(E/P + 1) + e] = the first row of rank r's local expert e within the
+// rank's receive rows (e = E/P: the end of its rows), from the forward's plan. Asynchronous.
+Status rank_group_offsets(const Shape& shape, const Workspace& ws, cudaStream_t stream);
+
+// Every rank's routed dW_down and dW_gate_up (fp32 or bf16) from ws.dy, ws.act, ws.dh and ws.recv,
+// on `grid` CTAs (0: one per SM; speed only). Needs rank_group_offsets() earlier on `stream`.
+Status routed_weight_grads(const Shape& shape, int64_t capacity, const Workspace& ws,
+                           std::span<const DeviceGradOutputs> outputs, bool fp32, int grid, cudaStream_t stream);
+
+// LayerConfig::weight_grad_launch resolved for a shape (kAuto: the measured rule, docs/PERF.md).
+bool weight_grads_in_second_launch(const Shape& shape, const LayerConfig& config);
+
+}  // namespace detmoe::mk
