@@ -1,8 +1,8 @@
 // detmoe fuzz: a campaign of drawn problems (fuzz_cases.h) through one implementation of the
 // registry, each checked for
 //   D0   a rerun gives the same bits (every output);
-//   D1   a run with drawn speed knobs (num_sms, comm_sms, overlap_rows, save_h) gives the same
-//        bits, for implementations that have knobs;
+//   D1   a run with drawn speed knobs (num_sms, comm_sms, overlap_rows, save_h,
+//        weight_grad_launch) gives the same bits, for implementations that have knobs;
 //   vs   the --against implementation within the docs/NUMERICS.md tolerance, and bitwise on the
 //        outputs named by --bitwise (the megakernel's out and y equal the reference's);
 //   D2   the same global problem split over another EP size gives the same bits (every output
@@ -124,8 +124,9 @@ class Checker {
     // D1
     if (impl_.run_with_knobs && sms_ > 0) {
       const LayerConfig knobs = draw_knobs(c, sms_);
-      const std::string what = fmt::format("num_sms={} comm_sms={} overlap_rows={} save_h={}", knobs.num_sms, knobs.comm_sms,
-                                           knobs.overlap_rows, knobs.save_h);
+      const std::string what =
+          fmt::format("num_sms={} comm_sms={} overlap_rows={} save_h={} weight_grad_launch={}", knobs.num_sms,
+                      knobs.comm_sms, knobs.overlap_rows, knobs.save_h, to_string(knobs.weight_grad_launch));
       auto tuned = impl_.run_with_knobs(p, knobs);
       if (!tuned.ok()) {
         if (tuned.status().code() != ErrorCode::kInvalidArgument && !refusal(tuned.status()))

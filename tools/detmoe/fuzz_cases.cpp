@@ -124,6 +124,7 @@ LayerConfig draw_knobs(const FuzzCase& c, int sms) {
   const int32_t rows[] = {0, 128, 256, 512, 1024, 4096};
   k.overlap_rows = rows[d.uniform(0, 5)];
   k.save_h = d.uniform(0, 1) == 0;
+  k.weight_grad_launch = d.uniform(0, 1) == 0 ? WeightGradLaunch::kFused : WeightGradLaunch::kSecondLaunch;
   return k;
 }
 
