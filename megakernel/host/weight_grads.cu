@@ -78,7 +78,7 @@ bool weight_grads_in_second_launch(const Shape& shape, const LayerConfig& config
     case WeightGradLaunch::kSecondLaunch: return true;
     case WeightGradLaunch::kAuto: break;
   }
-  return true;  // provisional: set from the A/B of docs/PERF.md session 26
+  return false;  // the one launch until an A/B shows the second one faster (docs/PERF.md session 26)
 }
 
 }  // namespace detmoe::mk
