@@ -61,6 +61,7 @@ const char* to_string(WeightGradLaunch w) {
   switch (w) {
     case WeightGradLaunch::kAuto: return "auto";
     case WeightGradLaunch::kFused: return "fused";
+    case WeightGradLaunch::kGateUpLater: return "gate-up-later";
     case WeightGradLaunch::kSecondLaunch: return "second-launch";
   }
   return "?";
@@ -79,11 +80,10 @@ Status validate(const LayerConfig& c, const Shape& s) {
   if (c.overlap_rows < 0) return invalid_argument(fmt::format("overlap_rows = {} must be >= 0", c.overlap_rows));
   if (c.recv_capacity_rows < 0)
     return invalid_argument(fmt::format("recv_capacity_rows = {} must be >= 0 (0 = worst case)", c.recv_capacity_rows));
-  if (c.weight_grad_launch != WeightGradLaunch::kAuto && c.weight_grad_launch != WeightGradLaunch::kFused &&
-      c.weight_grad_launch != WeightGradLaunch::kSecondLaunch)
-    return invalid_argument(
-        fmt::format("weight_grad_launch = {} is not one of auto (0), fused (1), second launch (2)",
-                    static_cast<int32_t>(c.weight_grad_launch)));
+  if (const auto w = static_cast<int32_t>(c.weight_grad_launch);
+      w < static_cast<int32_t>(WeightGradLaunch::kAuto) || w > static_cast<int32_t>(WeightGradLaunch::kSecondLaunch))
+    return invalid_argument(fmt::format(
+        "weight_grad_launch = {} is not one of auto (0), fused (1), gate-up-later (2), second launch (3)", w));
   if (c.spin_timeout_ms <= 0) return invalid_argument(fmt::format("spin_timeout_ms = {} must be > 0", c.spin_timeout_ms));
   return Status::Ok();
 }

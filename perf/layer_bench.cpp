@@ -35,7 +35,7 @@
 //   --no-save-h: LayerConfig::save_h off (GEMM1 stores a only; the backward recomputes h): what
 //            the h stores cost the forward and the recompute the backward. Adds "/no-save-h" to
 //            the name.
-//   --wgrad-launch=auto|fused|second: LayerConfig::weight_grad_launch (default auto). The names
+//   --wgrad-launch=auto|fused|gate-up-later|second: LayerConfig::weight_grad_launch (default auto). The names
 //            do not carry it, so that A/B calls compare the same rows across settings.
 //   --knobs=C:R[,C:R...]: megakernel LayerConfig settings to time, comm_sms C and overlap_rows R
 //            (default 0:0); a setting other than 0:0 adds "/comm<C>-rows<R>" to the name. The
@@ -422,6 +422,7 @@ int main(int argc, char** argv) {
     else if (a == "--grad-dtype=fp32") o.bf16_grads = false;
     else if (a == "--wgrad-launch=auto") wgrad_launch() = WeightGradLaunch::kAuto;
     else if (a == "--wgrad-launch=fused") wgrad_launch() = WeightGradLaunch::kFused;
+    else if (a == "--wgrad-launch=gate-up-later") wgrad_launch() = WeightGradLaunch::kGateUpLater;
     else if (a == "--wgrad-launch=second") wgrad_launch() = WeightGradLaunch::kSecondLaunch;
     else if (const char* v = value("--steps-out=")) steps_out_path() = v;
     else {

@@ -14,7 +14,9 @@ namespace detmoe {
 enum class WeightGradLaunch : int32_t {
   kAuto,          // the measured-faster choice for the shape (megakernel/host/weight_grads.h)
   kFused,         // inside the backward's one launch, after the d_x sum
-  kSecondLaunch,  // a GEMM-core launch after it (four operand stages, no staging to share)
+  kGateUpLater,   // dW_gate_up in a GEMM-core launch after it; dW_down stays in the fused launch,
+                  // where its tiles fill the d_x sum's tail
+  kSecondLaunch,  // both in GEMM-core launches after it (four operand stages, no staging to share)
 };
 const char* to_string(WeightGradLaunch w);
 

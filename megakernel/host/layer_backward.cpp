@@ -120,14 +120,12 @@ Status Layer::backward(const LayerBackwardArgs& args, cudaStream_t stream) {
     if (Fs > 0) bp.f.hs_store = bp.dhs_k;
   }
   // The routed weight gradients in this launch or in a GEMM-core launch after it (weight_grads.h).
-  const bool later = mk::weight_grads_in_second_launch(sh, m.config);
-  if (later) {
-    bp.later_phases = mk::kLaterWgradDown | mk::kLaterWgradGateUp;
-    DETMOE_RETURN_IF_ERROR(mk::rank_group_offsets(sh, m.ws, stream));
-  }
+  const mk::LaterWeightGrads later = mk::later_weight_grads(sh, m.config);
+  bp.later_phases = (later.down ? mk::kLaterWgradDown : 0u) | (later.gate_up ? mk::kLaterWgradGateUp : 0u);
+  if (later.any()) DETMOE_RETURN_IF_ERROR(mk::rank_group_offsets(sh, m.ws, stream));
   DETMOE_RETURN_IF_ERROR(mk::launch_backward_kernel(bp, m.grid, stream));
-  if (!later) return Status::Ok();
-  return mk::routed_weight_grads(sh, m.sizes.capacity, m.ws, args.outputs, fp32, m.grid, stream);
+  if (!later.any()) return Status::Ok();
+  return mk::routed_weight_grads(sh, m.sizes.capacity, m.ws, args.outputs, fp32, later, m.grid, stream);
 }
 
 }  // namespace detmoe

@@ -54,7 +54,8 @@ Status rank_group_offsets(const Shape& shape, const Workspace& ws, cudaStream_t 
 }
 
 Status routed_weight_grads(const Shape& shape, int64_t capacity, const Workspace& ws,
-                           std::span<const DeviceGradOutputs> outputs, bool fp32, int grid, cudaStream_t stream) {
+                           std::span<const DeviceGradOutputs> outputs, bool fp32, LaterWeightGrads which, int grid,
+                           cudaStream_t stream) {
   const int64_t P = shape.P, H = shape.H, F = shape.F;
   const int32_t epr = static_cast<int32_t>(shape.experts_per_rank());
   if (static_cast<int64_t>(outputs.size()) != P)
@@ -62,23 +63,29 @@ Status routed_weight_grads(const Shape& shape, int64_t capacity, const Workspace
   if (ws.h_group_offsets == nullptr) return Status(ErrorCode::kInternal, "backward: the workspace has no group offsets");
   for (int64_t r = 0; r < P; ++r) {
     const int32_t* offsets = ws.h_group_offsets + r * (epr + 1);
-    DETMOE_RETURN_IF_ERROR(weight_grad(capacity, H, F, epr, offsets, ws.dy + r * capacity * H, ws.act + r * capacity * F,
+    if (which.down)
+      DETMOE_RETURN_IF_ERROR(weight_grad(capacity, H, F, epr, offsets, ws.dy + r * capacity * H, ws.act + r * capacity * F,
                                        outputs[r].dw_down, fp32, grid, stream, "dW_down", r));
-    DETMOE_RETURN_IF_ERROR(weight_grad(capacity, 2 * F, H, epr, offsets, ws.dh + r * capacity * 2 * F,
+    if (which.gate_up)
+      DETMOE_RETURN_IF_ERROR(weight_grad(capacity, 2 * F, H, epr, offsets, ws.dh + r * capacity * 2 * F,
                                        ws.recv + r * capacity * H, outputs[r].dw_gate_up, fp32, grid, stream,
                                        "dW_gate_up", r));
   }
   return Status::Ok();
 }
 
-bool weight_grads_in_second_launch(const Shape& shape, const LayerConfig& config) {
+LaterWeightGrads later_weight_grads(const Shape& shape, const LayerConfig& config) {
   (void)shape;
   switch (config.weight_grad_launch) {
-    case WeightGradLaunch::kFused: return false;
-    case WeightGradLaunch::kSecondLaunch: return true;
+    case WeightGradLaunch::kFused: return {};
+    case WeightGradLaunch::kGateUpLater: return {false, true};
+    case WeightGradLaunch::kSecondLaunch:
     case WeightGradLaunch::kAuto: break;
   }
-  return false;  // the one launch until an A/B shows the second one faster (docs/PERF.md session 26)
+  // Both later on every shape: the second launch's backward was faster on all four named shapes,
+  // balanced and zipf1 (H100, docs/PERF.md session 26). kGateUpLater was faster still on
+  // deepseek-v3 there; it becomes the rule for such shapes once its GPU tests have run.
+  return {true, true};
 }
 
 }  // namespace detmoe::mk

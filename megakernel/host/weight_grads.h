@@ -27,12 +27,21 @@ namespace detmoe::mk {
 // rank's receive rows (e = E/P: the end of its rows), from the forward's plan. Asynchronous.
 Status rank_group_offsets(const Shape& shape, const Workspace& ws, cudaStream_t stream);
 
-// Every rank's routed dW_down and dW_gate_up (fp32 or bf16) from ws.dy, ws.act, ws.dh and ws.recv,
+// Every rank's routed dW_down and/or dW_gate_up (`which`; fp32 or bf16) from ws.dy, ws.act, ws.dh and ws.recv,
 // on `grid` CTAs (0: one per SM; speed only). Needs rank_group_offsets() earlier on `stream`.
-Status routed_weight_grads(const Shape& shape, int64_t capacity, const Workspace& ws,
-                           std::span<const DeviceGradOutputs> outputs, bool fp32, int grid, cudaStream_t stream);
+// Which routed weight gradients run after the fused launch.
+struct LaterWeightGrads {
+  bool down = false;     // dW_down
+  bool gate_up = false;  // dW_gate_up
+  bool any() const { return down || gate_up; }
+};
 
-// LayerConfig::weight_grad_launch resolved for a shape (kAuto: the measured rule, docs/PERF.md).
-bool weight_grads_in_second_launch(const Shape& shape, const LayerConfig& config);
+// LayerConfig::weight_grad_launch resolved for a shape (kAuto: the measured rule, docs/PERF.md
+// session 26).
+LaterWeightGrads later_weight_grads(const Shape& shape, const LayerConfig& config);
+
+Status routed_weight_grads(const Shape& shape, int64_t capacity, const Workspace& ws,
+                           std::span<const DeviceGradOutputs> outputs, bool fp32, LaterWeightGrads which, int grid,
+                           cudaStream_t stream);
 
 }  // namespace detmoe::mk

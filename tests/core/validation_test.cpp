@@ -235,6 +235,9 @@ TEST(ConfigValidation, RejectsEachBadKnobNamingTheValue) {
   c = {};
   c.spin_timeout_ms = 0;
   cases.push_back({c, "spin_timeout_ms = 0"});
+  c = {};
+  c.weight_grad_launch = static_cast<WeightGradLaunch>(7);
+  cases.push_back({c, "weight_grad_launch = 7"});
   for (const Case& k : cases) EXPECT_MENTIONS(failure(validate(k.config, kGood)), k.text);
 }
 

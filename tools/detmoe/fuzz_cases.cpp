@@ -124,7 +124,9 @@ LayerConfig draw_knobs(const FuzzCase& c, int sms) {
   const int32_t rows[] = {0, 128, 256, 512, 1024, 4096};
   k.overlap_rows = rows[d.uniform(0, 5)];
   k.save_h = d.uniform(0, 1) == 0;
-  k.weight_grad_launch = d.uniform(0, 1) == 0 ? WeightGradLaunch::kFused : WeightGradLaunch::kSecondLaunch;
+  const WeightGradLaunch launches[] = {WeightGradLaunch::kFused, WeightGradLaunch::kGateUpLater,
+                                       WeightGradLaunch::kSecondLaunch};
+  k.weight_grad_launch = launches[d.uniform(0, 2)];
   return k;
 }
 
