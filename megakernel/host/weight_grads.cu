@@ -59,17 +59,19 @@ Status routed_weight_grads(const Shape& shape, int64_t capacity, const Workspace
   const int64_t P = shape.P, H = shape.H, F = shape.F;
   const int32_t epr = static_cast<int32_t>(shape.experts_per_rank());
   if (static_cast<int64_t>(outputs.size()) != P)
-    return invalid_argument("backward: " + std::to_string(outputs.size()) + " gradient outputs for P = " + std::to_string(P) + " ranks");
+    return invalid_argument("backward: " + std::to_string(outputs.size()) + " gradient outputs for P = " +
+                            std::to_string(P) + " ranks");
   if (ws.h_group_offsets == nullptr) return Status(ErrorCode::kInternal, "backward: the workspace has no group offsets");
   for (int64_t r = 0; r < P; ++r) {
     const int32_t* offsets = ws.h_group_offsets + r * (epr + 1);
     if (which.down)
-      DETMOE_RETURN_IF_ERROR(weight_grad(capacity, H, F, epr, offsets, ws.dy + r * capacity * H, ws.act + r * capacity * F,
-                                       outputs[r].dw_down, fp32, grid, stream, "dW_down", r));
+      DETMOE_RETURN_IF_ERROR(weight_grad(capacity, H, F, epr, offsets, ws.dy + r * capacity * H,
+                                         ws.act + r * capacity * F, outputs[r].dw_down, fp32, grid, stream, "dW_down",
+                                         r));
     if (which.gate_up)
       DETMOE_RETURN_IF_ERROR(weight_grad(capacity, 2 * F, H, epr, offsets, ws.dh + r * capacity * 2 * F,
-                                       ws.recv + r * capacity * H, outputs[r].dw_gate_up, fp32, grid, stream,
-                                       "dW_gate_up", r));
+                                         ws.recv + r * capacity * H, outputs[r].dw_gate_up, fp32, grid, stream,
+                                         "dW_gate_up", r));
   }
   return Status::Ok();
 }

@@ -27,8 +27,9 @@ namespace detmoe::mk {
 // rank's receive rows (e = E/P: the end of its rows), from the forward's plan. Asynchronous.
 Status rank_group_offsets(const Shape& shape, const Workspace& ws, cudaStream_t stream);
 
-// Every rank's routed dW_down and/or dW_gate_up (`which`; fp32 or bf16) from ws.dy, ws.act, ws.dh and ws.recv,
-// on `grid` CTAs (0: one per SM; speed only). Needs rank_group_offsets() earlier on `stream`.
+// Every rank's routed dW_down and/or dW_gate_up (`which`; fp32 or bf16) from ws.dy, ws.act, ws.dh
+// and ws.recv, on `grid` CTAs (0: one per SM; speed only). Needs rank_group_offsets() earlier on
+// `stream`.
 // Which routed weight gradients run after the fused launch.
 struct LaterWeightGrads {
   bool down = false;     // dW_down
