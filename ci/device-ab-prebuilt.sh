@@ -8,6 +8,7 @@
 #   OUT=dir AB_BIN=.abbin AB_NAMES='top main' bash ci/device-ab-prebuilt.sh   (carry .devdeps .abbin)
 # AB_REF=round times the reference in every round after the trees (ab-reference-<round>.json), so
 # each tree's ratio to it is taken within a round; AB_REF=1 times it once after the rounds.
+# A tree may be a wrapper: ci/ab-knob-trees.sh lays out trees that run one build with other flags.
 source "$(dirname "$0")/device-call.sh"
 source ci/device-env.sh
 bin=${AB_BIN:-.abbin}
@@ -64,6 +65,19 @@ if [ -n "${TRACE_SHAPES:-}" ] && [ "$(left)" -gt 25 ]; then
   timeout $(( $(left) - 5 )) "$bin/$first/detmoe_perf_layer" --impls=megakernel --routings="${AB_ROUTING:-balanced}" --shapes="$TRACE_SHAPES" \
     --timed=5 --trace >"$OUT/trace.log" 2>&1
   echo "trace exit $?"; grep -vE '^(Run on|CPU Caches|  L[123]|Load Average|-----)' "$OUT/trace.log" | head -70
+fi
+# AB_TORCH=1: the PyTorch pipeline (perf/torch_moe_pipeline.py, /opt/torch's Python) on the same
+# shapes and routing after the rounds, so torch / megakernel ratios come from this call.
+if [ "${AB_TORCH:-0}" = 1 ] && [ "$(left)" -gt 60 ]; then
+  step "torch pipeline ($(left) s left)"
+  timeout $(( $(left) - 20 )) "${TORCH_PYTHON:-/opt/torch/.venv/bin/python}" perf/torch_moe_pipeline.py \
+    --shapes="${AB_SHAPES:-deepseek-v3,mixtral-8x7b,qwen3-30b-a3b,gpt-oss-120b}" --routings="${AB_ROUTING:-balanced}" \
+    --timed=20 --warmup-seconds=1 --json "$OUT/torch-pipeline.json" >"$OUT/torch-pipeline.log" 2>&1
+  echo "torch exit $?"; python3 -c '
+import json, sys
+for r in json.load(open(sys.argv[1]))["results"]:
+    print(r["shape"], r["routing"], r["pass"], "%.3f" % r["median_ms"])
+' "$OUT/torch-pipeline.json" 2>&1 | head -16
 fi
 step summary
 python3 perf/ab_summary.py "$OUT" 2>&1 | head -60
