@@ -112,6 +112,11 @@ Status Layer::backward(const LayerBackwardArgs& args, cudaStream_t stream) {
       DETMOE_RETURN_IF_ERROR(encode_grad_map(gm.dws_gate_up, out.dws_gate_up, 2 * Fs, H, fp32));
     }
   }
+  // The routed weight gradients in this launch or in GEMM-core launches after it (weight_grads.h).
+  // Those launches and recompute_h group the receive rows by the ranks' local experts: one
+  // derivation of those offsets from the plan serves both.
+  const mk::LaterWeightGrads later = mk::later_weight_grads(m.config);
+  if (!m.config.save_h || later.any()) DETMOE_RETURN_IF_ERROR(mk::rank_group_offsets(sh, m.ws, stream));
   if (!m.config.save_h) {
     // h was not kept: recompute it into dh, which the dSwiGLU epilogue reads it from and then
     // overwrites tile by tile (each tile reads only its own h columns, before it stores them).
@@ -119,10 +124,7 @@ Status Layer::backward(const LayerBackwardArgs& args, cudaStream_t stream) {
     bp.f.h_store = bp.dh_k;
     if (Fs > 0) bp.f.hs_store = bp.dhs_k;
   }
-  // The routed weight gradients in this launch or in a GEMM-core launch after it (weight_grads.h).
-  const mk::LaterWeightGrads later = mk::later_weight_grads(sh, m.config);
   bp.later_phases = (later.down ? mk::kLaterWgradDown : 0u) | (later.gate_up ? mk::kLaterWgradGateUp : 0u);
-  if (later.any()) DETMOE_RETURN_IF_ERROR(mk::rank_group_offsets(sh, m.ws, stream));
   DETMOE_RETURN_IF_ERROR(mk::launch_backward_kernel(bp, m.grid, stream));
   if (!later.any()) return Status::Ok();
   return mk::routed_weight_grads(sh, m.sizes.capacity, m.ws, args.outputs, fp32, later, m.grid, stream);

@@ -76,8 +76,7 @@ Status routed_weight_grads(const Shape& shape, int64_t capacity, const Workspace
   return Status::Ok();
 }
 
-LaterWeightGrads later_weight_grads(const Shape& shape, const LayerConfig& config) {
-  (void)shape;
+LaterWeightGrads later_weight_grads(const LayerConfig& config) {
   switch (config.weight_grad_launch) {
     case WeightGradLaunch::kFused: return {};
     case WeightGradLaunch::kGateUpLater: return {false, true};

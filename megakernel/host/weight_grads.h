@@ -24,12 +24,10 @@
 namespace detmoe::mk {
 
 // ws.h_group_offsets[r·(E/P + 1) + e] = the first row of rank r's local expert e within the
-// rank's receive rows (e = E/P: the end of its rows), from the forward's plan. Asynchronous.
+// rank's receive rows (e = E/P: the end of its rows), from the forward's plan: the groups of
+// recompute_h and of routed_weight_grads. Asynchronous.
 Status rank_group_offsets(const Shape& shape, const Workspace& ws, cudaStream_t stream);
 
-// Every rank's routed dW_down and/or dW_gate_up (`which`; fp32 or bf16) from ws.dy, ws.act, ws.dh
-// and ws.recv, on `grid` CTAs (0: one per SM; speed only). Needs rank_group_offsets() earlier on
-// `stream`.
 // Which routed weight gradients run after the fused launch.
 struct LaterWeightGrads {
   bool down = false;     // dW_down
@@ -37,10 +35,12 @@ struct LaterWeightGrads {
   bool any() const { return down || gate_up; }
 };
 
-// LayerConfig::weight_grad_launch resolved for a shape (kAuto: the measured rule, docs/PERF.md
-// session 26).
-LaterWeightGrads later_weight_grads(const Shape& shape, const LayerConfig& config);
+// LayerConfig::weight_grad_launch resolved (kAuto: the measured rule, docs/PERF.md session 26).
+LaterWeightGrads later_weight_grads(const LayerConfig& config);
 
+// Every rank's routed dW_down and/or dW_gate_up (`which`; fp32 or bf16) from ws.dy, ws.act, ws.dh
+// and ws.recv, on `grid` CTAs (0: one per SM; speed only). Needs rank_group_offsets() earlier on
+// `stream`.
 Status routed_weight_grads(const Shape& shape, int64_t capacity, const Workspace& ws,
                            std::span<const DeviceGradOutputs> outputs, bool fp32, LaterWeightGrads which, int grid,
                            cudaStream_t stream);

@@ -165,8 +165,8 @@ TEST(MegakernelBackwardD1, SmCountsAndKnobsGiveIdenticalBits) {
 }
 
 // LayerConfig::weight_grad_launch is a speed knob: the routed weight gradients in the fused launch
-// and in the GEMM-core launches after it (one or both of them) are the same tiles reduced in the same order, so every
-// output keeps its bits — with empty experts, partial m-blocks and columns (F = 192, H = 256 and
+// and in the GEMM-core launches after it (one or both of them) are the same tiles reduced in the
+// same order, so every output keeps its bits — with empty experts, partial m-blocks and columns (F = 192, H = 256 and
 // 320), bf16 weight gradients and loopback ranks (each rank's own groups and outputs), and with
 // h recomputed (the second launch reads dh after the dSwiGLU overwrote the recomputed h).
 TEST(MegakernelBackwardD1, WeightGradLaunchGivesIdenticalBits) {
