@@ -1,0 +1,45 @@
+#!/usr/bin/env python3
+"""Sums ncu's per-kernel durations (ci/device-kernel-times.sh's CSV: one row per kernel launch with
+gpu__time_duration.sum) by kernel name, in order of first launch, divided by the number of times
+the step ran (--runs), so each line is one step's cost of that kernel."""
+import argparse
+import csv
+import re
+import sys
+
+
+def short(name):
+    # Template arguments and parameter lists make every name unique; keep the kernel's own name.
+    name = re.sub(r"\(.*$", "", name)
+    name = re.sub(r"<.*>", "<…>", name)
+    return name[:90]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("csv")
+    ap.add_argument("--runs", type=int, default=1)
+    a = ap.parse_args()
+    lines = open(a.csv, errors="replace").read().splitlines()
+    start = next((i for i, l in enumerate(lines) if l.startswith('"ID"')), None)
+    if start is None:
+        sys.exit(f"{a.csv}: no ncu CSV header found")
+    order, total, count = [], {}, {}
+    for row in csv.DictReader(lines[start:]):
+        if row.get("Metric Name") != "gpu__time_duration.sum":
+            continue
+        k = short(row["Kernel Name"])
+        if k not in total:
+            order.append(k)
+            total[k], count[k] = 0.0, 0
+        scale = {"nsecond": 1e-6, "usecond": 1e-3, "msecond": 1.0, "second": 1e3}[row["Metric Unit"]]
+        total[k] += float(row["Metric Value"].replace(",", "")) * scale
+        count[k] += 1
+    all_ms = sum(total.values()) / a.runs
+    print(f"{'ms/step':>9} {'launches':>8}  kernel   (sum {all_ms:.3f} ms per step)")
+    for k in order:
+        print(f"{total[k] / a.runs:9.3f} {count[k] / a.runs:8.1f}  {k}")
+
+
+if __name__ == "__main__":
+    main()
