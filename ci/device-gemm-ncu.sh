@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# The GEMM core against cuBLAS per expert on one grouped GEMM, by ncu (the GPU's own clocks):
+# duration, SM clock, DRAM and L2 traffic, instructions, for GEMM_NCU_CASE's /ours and
+# /cublas_per_expert benchmarks of detmoe_perf_gemm (a few launches of each after warm-up).
+#   OUT=dir BUDGET_S=... [BIN=.abbin/auto] [GEMM_NCU_CASE=mixtral-8x7b_up_forward] bash ci/device-gemm-ncu.sh
+#   (carry .devdeps and BIN's tree, libbenchmark in .abbin/lib)
+source "$(dirname "$0")/device-call.sh"
+source ci/device-env.sh
+bin=${BIN:-.abbin/auto}
+export LD_LIBRARY_PATH=$PWD/.abbin/lib:$LD_LIBRARY_PATH
+chmod +x "$bin"/detmoe* 2>/dev/null
+case=${GEMM_NCU_CASE:-mixtral-8x7b_up_forward}
+for impl in ours cublas_per_expert; do
+  [ "$(left)" -gt 40 ] || break
+  step "ncu $case/$impl ($(left) s left)"
+  # ours: one launch is the whole grouped GEMM; cuBLAS: one launch per expert (8 for mixtral).
+  count=$([ "$impl" = ours ] && echo 2 || echo 8)
+  timeout $(( $(left) - 20 )) ncu --clock-control none --launch-skip 24 --launch-count "$count" \
+    --section SpeedOfLight --section MemoryWorkloadAnalysis --section LaunchStats --section InstructionStats \
+    --section Occupancy --csv --page details "$bin/detmoe_perf_gemm" --benchmark_filter="grouped/$case/$impl\$" \
+    >"$OUT/ncu-$impl.csv" 2>"$OUT/ncu-$impl.err"
+  echo "ncu exit $?"; tail -n 2 "$OUT/ncu-$impl.err"
+  python3 - "$OUT/ncu-$impl.csv" <<'PY'
+import csv, sys
+lines = open(sys.argv[1], errors="replace").read().splitlines()
+start = next((i for i, l in enumerate(lines) if l.startswith('"ID"')), None)
+if start is None:
+    sys.exit("no CSV")
+want = ["Duration", "SM Frequency", "DRAM Throughput", "Memory Throughput", "L2 Hit Rate", "L1/TEX Hit Rate",
+        "Compute (SM) Throughput", "Executed Ipc Active", "Executed Instructions", "Registers Per Thread",
+        "Grid Size", "Cluster Size", "Dynamic Shared Memory Per Block", "Achieved Occupancy"]
+rows = {}
+for r in csv.DictReader(lines[start:]):
+    k = (r["ID"], r["Kernel Name"][:60])
+    if r["Metric Name"] in want:
+        rows.setdefault(k, {})[r["Metric Name"]] = f'{r["Metric Value"]} {r["Metric Unit"]}'
+for (i, name), m in rows.items():
+    print(f"#{i} {name}")
+    print("   " + " | ".join(f"{w}: {m[w]}" for w in want if w in m))
+PY
+done
+step done
