@@ -76,16 +76,20 @@ Status routed_weight_grads(const Shape& shape, int64_t capacity, const Workspace
   return Status::Ok();
 }
 
-LaterWeightGrads later_weight_grads(const LayerConfig& config) {
+LaterWeightGrads later_weight_grads(const LayerConfig& config, const Shape& shape) {
   switch (config.weight_grad_launch) {
     case WeightGradLaunch::kFused: return {};
     case WeightGradLaunch::kGateUpLater: return {false, true};
-    case WeightGradLaunch::kSecondLaunch:
+    case WeightGradLaunch::kSecondLaunch: return {true, true};
     case WeightGradLaunch::kAuto: break;
   }
-  // Both later on every shape: the second launch's backward was faster on all four named shapes,
-  // balanced and zipf1 (H100, docs/PERF.md session 26). kGateUpLater was faster still on
-  // deepseek-v3 there; it becomes the rule for such shapes once its GPU tests have run.
+  // The second launch was faster for both weight gradients on all four named shapes, balanced and
+  // zipf1 (H100, docs/PERF.md session 26), except where the d_x sum that ends the fused launch is
+  // heavy: it reads k·H bf16 per token (deepseek-v3 112 KB, qwen3 32 KB, gpt-oss 23 KB, mixtral
+  // 16 KB), and alone at the launch's end it costs more than dW_down's tiles gain from the core's
+  // fourth stage; kept in the fused launch they run beside it (deepseek-v3: −0.9 ms, session 26/27).
+  const int64_t dx_sum_bytes_per_token = shape.k * shape.H * 2;
+  if (dx_sum_bytes_per_token >= kHeavyDxSumBytesPerToken) return {false, true};
   return {true, true};
 }
 
