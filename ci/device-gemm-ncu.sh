@@ -17,7 +17,7 @@ for impl in ours cublas_per_expert; do
   count=$([ "$impl" = ours ] && echo 2 || echo 8)
   timeout $(( $(left) - 20 )) ncu --clock-control none --launch-skip 24 --launch-count "$count" \
     --section SpeedOfLight --section MemoryWorkloadAnalysis --section LaunchStats --section InstructionStats \
-    --section Occupancy --csv --page details "$bin/detmoe_perf_gemm" --benchmark_filter="grouped/$case/$impl\$" \
+    --section Occupancy --csv --page details "$bin/detmoe_perf_gemm" --benchmark_filter="grouped/$case/$impl/" \
     >"$OUT/ncu-$impl.csv" 2>"$OUT/ncu-$impl.err"
   echo "ncu exit $?"; tail -n 2 "$OUT/ncu-$impl.err"
   python3 - "$OUT/ncu-$impl.csv" <<'PY'

@@ -4,7 +4,8 @@
 # duration, over `detmoe verify --no-oracle` (the step runs twice: the run and its rerun check).
 # perf/kernel_times.py sums the durations by kernel, in launch order. Kernels run one at a time under
 # ncu, so this is each kernel's own time, not the step's (no overlap, no launch gaps).
-#   OUT=dir BUDGET_S=... [BIN=.abbin/base] [KT_SHAPES='mixtral-8x7b deepseek-v3'] bash ci/device-kernel-times.sh
+#   OUT=dir BUDGET_S=... [BIN=.abbin/base] [KT_SHAPES='mixtral-8x7b deepseek-v3'] [KT_IMPLS='megakernel reference']
+#     [KT_ROUTINGS='balanced zipf1'] bash ci/device-kernel-times.sh
 #   (carry .devdeps and BIN's tree; BIN holds detmoe)
 source "$(dirname "$0")/device-call.sh"
 source ci/device-env.sh
@@ -13,13 +14,18 @@ export LD_LIBRARY_PATH=$PWD/.abbin/lib:$LD_LIBRARY_PATH
 export DETMOE_SOURCE_DIR=$PWD
 chmod +x "$bin"/detmoe* 2>/dev/null
 for shape in ${KT_SHAPES:-mixtral-8x7b deepseek-v3}; do
-  for impl in megakernel reference; do
-    [ "$(left)" -gt 40 ] || break 2
-    step "ncu kernel times, $impl $shape ($(left) s left)"
-    timeout $(( $(left) - 20 )) ncu --clock-control none --metrics gpu__time_duration.sum --csv --print-units base \
-      ${KT_ARGS:-} "$bin/detmoe" verify --impl "$impl" --shape "$shape" --no-oracle >"$OUT/kt-$impl-$shape.csv" 2>"$OUT/kt-$impl-$shape.err"
-    echo "ncu exit $?"; tail -n 2 "$OUT/kt-$impl-$shape.err"
-    python3 perf/kernel_times.py "$OUT/kt-$impl-$shape.csv" --runs 2 | head -40
+  for routing in ${KT_ROUTINGS:-balanced}; do
+    for impl in ${KT_IMPLS:-megakernel reference}; do
+      [ "$(left)" -gt 40 ] || break 3
+      step "ncu kernel times, $impl $shape $routing ($(left) s left)"
+      f="$OUT/kt-$impl-$shape-$routing"
+      timeout $(( $(left) - 20 )) ncu --clock-control none --metrics gpu__time_duration.sum --csv --print-units base \
+        ${KT_ARGS:-} "$bin/detmoe" verify --impl "$impl" --shape "$shape" --routing "$routing" --no-oracle >"$f.csv" 2>"$f.err"
+      echo "ncu exit $?"; tail -n 2 "$f.err"
+      python3 perf/kernel_times.py "$f.csv" --runs 2 | head -40
+      # The call brings back 8 files at most: keep the CSVs compressed, in one bundle at the end.
+      gzip -f "$f.csv"
+    done
   done
 done
 step done

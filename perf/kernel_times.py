@@ -32,7 +32,7 @@ def main():
         if k not in total:
             order.append(k)
             total[k], count[k] = 0.0, 0
-        scale = {"nsecond": 1e-6, "usecond": 1e-3, "msecond": 1.0, "second": 1e3}[row["Metric Unit"]]
+        scale = {"nsecond": 1e-6, "ns": 1e-6, "usecond": 1e-3, "us": 1e-3, "msecond": 1.0, "ms": 1.0, "second": 1e3, "s": 1e3}[row["Metric Unit"]]
         total[k] += float(row["Metric Value"].replace(",", "")) * scale
         count[k] += 1
     all_ms = sum(total.values()) / a.runs
