@@ -115,7 +115,7 @@ Status Layer::backward(const LayerBackwardArgs& args, cudaStream_t stream) {
   // The routed weight gradients in this launch or in GEMM-core launches after it (weight_grads.h).
   // Those launches and recompute_h group the receive rows by the ranks' local experts: one
   // derivation of those offsets from the plan serves both.
-  const mk::LaterWeightGrads later = mk::later_weight_grads(m.config, sh);
+  const mk::LaterWeightGrads later = mk::later_weight_grads(m.config);
   if (!m.config.save_h || later.any()) DETMOE_RETURN_IF_ERROR(mk::rank_group_offsets(sh, m.ws, stream));
   if (!m.config.save_h) {
     // h was not kept: recompute it into dh, which the dSwiGLU epilogue reads it from and then

@@ -76,20 +76,17 @@ Status routed_weight_grads(const Shape& shape, int64_t capacity, const Workspace
   return Status::Ok();
 }
 
-LaterWeightGrads later_weight_grads(const LayerConfig& config, const Shape& shape) {
+LaterWeightGrads later_weight_grads(const LayerConfig& config) {
   switch (config.weight_grad_launch) {
     case WeightGradLaunch::kFused: return {};
     case WeightGradLaunch::kGateUpLater: return {false, true};
     case WeightGradLaunch::kSecondLaunch: return {true, true};
     case WeightGradLaunch::kAuto: break;
   }
-  // The second launch was faster for both weight gradients on all four named shapes, balanced and
-  // zipf1 (H100, docs/PERF.md session 26), except where the d_x sum that ends the fused launch is
-  // heavy: it reads k·H bf16 per token (deepseek-v3 112 KB, qwen3 32 KB, gpt-oss 23 KB, mixtral
-  // 16 KB), and alone at the launch's end it costs more than dW_down's tiles gain from the core's
-  // fourth stage; kept in the fused launch they run beside it (deepseek-v3: −0.9 ms, session 26/27).
-  const int64_t dx_sum_bytes_per_token = shape.k * shape.H * 2;
-  if (dx_sum_bytes_per_token >= kHeavyDxSumBytesPerToken) return {false, true};
+  // Both later on every shape: the second launch's backward was faster on all four named shapes,
+  // balanced and zipf1 (H100, docs/PERF.md session 26). Keeping dW_down fused where the d_x sum
+  // is heavy (deepseek-v3: dW_down's tiles fill the sum's tail) looked 0.9 ms faster in session
+  // 26's call and level with both-later in session 27's two rounds per routing: no rule for it.
   return {true, true};
 }
 

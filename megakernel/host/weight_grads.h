@@ -35,13 +35,9 @@ struct LaterWeightGrads {
   bool any() const { return down || gate_up; }
 };
 
-// kAuto keeps dW_down in the fused launch from this many bytes of the d_x sum's reads per token
-// (k·H·2) on: its tiles then fill the sum's tail (later_weight_grads).
-inline constexpr int64_t kHeavyDxSumBytesPerToken = 64 * 1024;
-
-// LayerConfig::weight_grad_launch resolved for `shape` (kAuto: the measured rule, docs/PERF.md
-// sessions 26 and 27).
-LaterWeightGrads later_weight_grads(const LayerConfig& config, const Shape& shape);
+// LayerConfig::weight_grad_launch resolved (kAuto: the measured rule, docs/PERF.md sessions 26
+// and 27).
+LaterWeightGrads later_weight_grads(const LayerConfig& config);
 
 // Every rank's routed dW_down and/or dW_gate_up (`which`; fp32 or bf16) from ws.dy, ws.act, ws.dh
 // and ws.recv, on `grid` CTAs (0: one per SM; speed only). Needs rank_group_offsets() earlier on

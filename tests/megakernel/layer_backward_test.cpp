@@ -180,7 +180,7 @@ TEST(MegakernelBackwardD1, WeightGradLaunchGivesIdenticalBits) {
   for (const Draw& d : {Draw{kShape, "hot:0.3", GradPrecision::kFP32, true},
                         Draw{Shape{700, 320, 192, 16, 4, 4, 64}, "empty:5", GradPrecision::kBF16, true},
                         Draw{Shape{333, 256, 128, 8, 2, 2, 0}, "zipf:2", GradPrecision::kFP32, false},
-                        // k·H·2 = 64 KB per token: kAuto keeps dW_down fused (weight_grads.h).
+                        // k·H·2 = 64 KB per token: a heavy d_x sum (deepseek-v3-like), as the fused arm keeps it.
                         Draw{Shape{200, 4096, 192, 16, 8, 1, 0}, "zipf:1", GradPrecision::kFP32, true}}) {
     SCOPED_TRACE(d.shape.to_string() + " " + d.routing);
     const Routing r = make_routing(d.shape, d.routing, 54);
