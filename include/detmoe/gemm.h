@@ -64,10 +64,6 @@ struct GroupedGemm {
   int64_t ldh = 0;
   // CTAs of the persistent grid; 0 = one per SM. Changes speed, never bits (tests use it).
   int32_t grid_ctas = 0;
-  // kWeightGrad: each CTA alternates tiles from the front and the back of the group-ordered
-  // sequence, so groups of very different row counts (long-K tiles against store-bound short ones)
-  // run side by side. Changes speed, never bits; ignored by the other layouts.
-  bool front_back_order = false;
 };
 
 // Block shape and pipeline depth of one launch: a pure function of (layout, n, k), never of

@@ -54,39 +54,4 @@ DETMOE_HOST_DEVICE BandCoords balanced_band_coords(int32_t local, int32_t m_bloc
   return {band_first + in_band % rows, in_band / rows};
 }
 
-// The front-back deal of `tiles` tiles numbered 0 … tiles − 1 over a persistent grid: CTA c's
-// i-th slot takes the next tile from the front of the sequence when i + c is even and from the
-// back otherwise, so every CTA alternates the two ends and at any time about half the grid runs
-// each. With groups in order of size (a Zipf-routed layer's weight gradients: its hot experts'
-// long-K tiles come first, the cold experts' tiles — little math, the same 128 KB of fp32 stores —
-// last), each CTA pairs a compute-heavy tile with a store-heavy one instead of the grid running all
-// of one kind, then all of the other. The front takes tiles [0, ⌈tiles/2⌉) in slot order, the back
-// the rest from the end, so every tile is dealt exactly once
-// (LayerSchedule.FrontBackDealIsABijection). Speed only: a tile's bits depend on its coordinates.
-struct FrontBackSlot {
-  int64_t tile;    // the tile of the slot, −1 when the slot's end has no tile left
-  bool exhausted;  // no later slot of this CTA has a tile either
-};
-
-// Slot i of CTA c: which end (`front`) and the slot's index among that end's slots.
-DETMOE_HOST_DEVICE int64_t front_back_index(int64_t i, int32_t c, int32_t grid, bool& front) {
-  // Front slots of wave j are the CTAs with c ≡ j (mod 2): (grid + 1)/2 of them for j even,
-  // grid/2 for j odd; within a wave both ends number their CTAs by c/2.
-  const int64_t fronts_before = (i / 2) * grid + ((i & 1) != 0 ? (grid + 1) / 2 : 0);
-  front = ((i + c) & 1) == 0;
-  return (front ? fronts_before : i * grid - fronts_before) + c / 2;
-}
-
-DETMOE_HOST_DEVICE FrontBackSlot front_back_slot(int64_t i, int32_t c, int32_t grid, int64_t tiles) {
-  const int64_t n_front = (tiles + 1) / 2;
-  bool front = false;
-  const int64_t index = front_back_index(i, c, grid, front);
-  const int64_t quota = front ? n_front : tiles - n_front;
-  if (index < quota) return {front ? index : tiles - 1 - index, false};
-  // Indices only grow with i, and slot i + 1 is the other end: both ends spent means done.
-  bool next_front = false;
-  const int64_t next = front_back_index(i + 1, c, grid, next_front);
-  return {-1, next >= (next_front ? n_front : tiles - n_front)};
-}
-
 }  // namespace detmoe::gemm

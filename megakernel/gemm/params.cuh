@@ -17,7 +17,6 @@ struct KernelParams {
   int32_t out_cols;        // columns of C (N, or N/2 after SwiGLU)
   const float* row_scale;  // kRowScaleBF16
   int32_t store_h;         // kSwiGLU: also store the bf16 pre-activation
-  int32_t front_back;      // kWeightGrad: deal the tiles front-back (scheduler.cuh; speed only)
 };
 
 }  // namespace detmoe::gemm

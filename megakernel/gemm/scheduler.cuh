@@ -6,9 +6,6 @@
 // a group with no tiles (zero rows in kForward / kDataGrad) costs one step of that walk.
 // Producer and consumers each run their own copy of this walk and see the same tile sequence.
 // The tile → CTA assignment changes speed only: a tile's bits depend on its coordinates alone.
-// kWeightGrad may instead deal its tiles front-back (p.front_back, band_order.h's
-// front_back_slot): every group has the same tile count there, so a tile id maps to its group by
-// one division, and the group's rows are two loads.
 #pragma once
 
 #include <cstdint>
@@ -41,14 +38,10 @@ class TileScheduler {
         m_(p.m),
         k_(p.k),
         n_blocks_(ceil_div(p.n, Cfg::kBlockN)),
-        front_back_(p.front_back != 0),
         next_(blockIdx.x) {}
 
   // The next tile of this CTA, false when none is left.
   DETMOE_DEVICE bool next(Tile& t) {
-    if constexpr (kLayout == Layout::kWeightGrad) {
-      if (front_back_) return next_front_back(t);
-    }
     while (next_ >= group_end_) {
       if (++group_ >= groups_) return false;
       load_group_rows();
@@ -70,30 +63,6 @@ class TileScheduler {
   }
 
  private:
-  DETMOE_DEVICE bool next_front_back(Tile& t) {
-    const int32_t m_blocks = ceil_div(m_, Cfg::kBlockM);
-    const int64_t group_tiles = static_cast<int64_t>(m_blocks) * n_blocks_;
-    const int64_t tiles = group_tiles * groups_;
-    for (;;) {
-      const FrontBackSlot slot = front_back_slot(slot_++, static_cast<int32_t>(blockIdx.x),
-                                                 static_cast<int32_t>(gridDim.x), tiles);
-      if (slot.tile < 0) {
-        if (slot.exhausted) return false;
-        continue;
-      }
-      group_ = static_cast<int32_t>(slot.tile / group_tiles);
-      load_group_rows();
-      const BandCoords bc = band_coords(slot.tile - group_ * group_tiles, m_blocks, n_blocks_, Cfg::kBandRows);
-      t.group = group_;
-      t.rows_begin = rows_begin_;
-      t.rows_end = rows_end_;
-      t.m0 = bc.m_block * Cfg::kBlockM;
-      t.n0 = bc.n_block * Cfg::kBlockN;
-      t.k_blocks = ceil_div(rows_end_ - rows_begin_, Cfg::kBlockK);
-      return true;
-    }
-  }
-
   DETMOE_DEVICE void load_group_rows() {
     if (offsets_ == nullptr) {
       rows_begin_ = 0;
@@ -113,9 +82,7 @@ class TileScheduler {
   int32_t m_;
   int32_t k_;
   int32_t n_blocks_;
-  bool front_back_;
   int64_t next_;
-  int64_t slot_ = 0;  // front-back deal: this CTA's next slot
   int32_t group_ = -1;
   int64_t group_begin_ = 0;
   int64_t group_end_ = 0;

@@ -132,7 +132,6 @@ Status run(const GroupedGemm& g, cudaStream_t stream) {
   p.out_cols = static_cast<int32_t>(g.epilogue == Epilogue::kSwiGLU ? g.n / 2 : g.n);
   p.row_scale = g.row_scale;
   p.store_h = g.epilogue == Epilogue::kSwiGLU && g.h != nullptr ? 1 : 0;
-  p.front_back = wgrad && g.front_back_order ? 1 : 0;
   const int grid = g.grid_ctas > 0 ? g.grid_ctas : info->sms;
 
   switch (g.layout) {

@@ -1,7 +1,5 @@
 #include "megakernel/host/weight_grads.h"
 
-#include <cstdlib>
-#include <cstring>
 #include <string>
 
 #include "detmoe/cuda_status.h"
@@ -18,15 +16,6 @@ __global__ void rank_group_offsets_kernel(const int32_t* expert_offset, const in
   if (i >= P * (epr + 1)) return;
   const int32_t r = i / (epr + 1), e = i % (epr + 1);
   out[i] = expert_offset[r * epr + e] - rank_row_begin[r];
-}
-
-// The tile deal of the weight-gradient launches (gemm::GroupedGemm::front_back_order; speed only).
-// Session 27 prototype, to be measured before it becomes a rule: DETMOE_WGRAD_ORDER=front-back
-// deals each CTA tiles from both ends of the expert-ordered sequence; unset or "plain", the
-// core's plain deal.
-bool front_back_deal() {
-  const char* v = std::getenv("DETMOE_WGRAD_ORDER");
-  return v != nullptr && std::strcmp(v, "front-back") == 0;
 }
 
 // C [groups·m, n] = Σ over each group's rows of A[r, :]ᵀ·B[r, :].
@@ -47,7 +36,6 @@ Status weight_grad(int64_t rows, int64_t m, int64_t n, int32_t groups, const int
   g.c = c;
   g.ldc = n;
   g.grid_ctas = grid;
-  g.front_back_order = front_back_deal();
   if (const Status s = gemm::run(g, stream); !s.ok())
     return Status(s.code(), "backward: " + std::string(what) + " of rank " + std::to_string(rank) + ": " + s.message());
   return Status::Ok();

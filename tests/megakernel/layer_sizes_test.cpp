@@ -405,44 +405,6 @@ TEST(Layer, CreateRefusesBadConfigBeforeTouchingTheDevice) {
   EXPECT_TRUE(contains(layer.status().message(), "spin_timeout_ms = 0")) << layer.status().message();
 }
 
-// The front-back deal (band_order.h) hands every tile to exactly one slot for any grid, each CTA
-// stops only when neither end has a tile for it, CTAs' tile counts differ by at most one, and each
-// CTA alternates the ends while both last (the point of the deal).
-TEST(LayerSchedule, FrontBackDealIsABijection) {
-  for (int32_t grid : {1, 2, 3, 7, 66, 131, 132}) {
-    for (int64_t tiles : {int64_t{0}, int64_t{1}, int64_t{2}, int64_t{5}, int64_t{131}, int64_t{132}, int64_t{133},
-                          int64_t{1000}, int64_t{104448}}) {
-      const std::string where = fmt::format("grid {} tiles {}", grid, tiles);
-      std::vector<int> seen(static_cast<size_t>(tiles), 0);
-      int64_t fewest = tiles, most = 0;
-      for (int32_t c = 0; c < grid; ++c) {
-        int64_t count = 0, last = -1;
-        bool last_front = false;
-        for (int64_t i = 0;; ++i) {
-          ASSERT_LT(i, 2 * tiles / grid + 8) << where << " CTA " << c << ": no end";
-          const gemm::FrontBackSlot s = gemm::front_back_slot(i, c, grid, tiles);
-          if (s.tile < 0) {
-            if (s.exhausted) break;
-            continue;
-          }
-          ASSERT_LT(s.tile, tiles) << where;
-          ++seen[static_cast<size_t>(s.tile)];
-          const bool front = s.tile < (tiles + 1) / 2;
-          if (last >= 0 && s.tile != tiles / 2 && last != tiles / 2 && count + 2 < tiles / grid)
-            EXPECT_NE(front, last_front) << where << " CTA " << c << " slot " << i;
-          last = s.tile;
-          last_front = front;
-          ++count;
-        }
-        fewest = std::min(fewest, count);
-        most = std::max(most, count);
-      }
-      for (int64_t t = 0; t < tiles; ++t) ASSERT_EQ(seen[static_cast<size_t>(t)], 1) << where << " tile " << t;
-      EXPECT_LE(most - fewest, 1) << where;
-    }
-  }
-}
-
 // kAuto's rule (docs/PERF.md sessions 26–27): both routed weight gradients after the fused
 // launch; the explicit arms are what they name.
 TEST(WeightGradLaunchRule, ArmsNameWhatRunsLater) {
