@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A short A/B call with binaries built on the CPU machine (when device time is too short to build
 # two trees there): AB_BIN holds <name>/{detmoe,detmoe_perf_layer,detmoe_layer_test} per tree and
-# lib/ for runtime libraries .devdeps lacks (libbenchmark). The first tree gets the megakernel GPU
+# lib/ for runtime libraries .devdeps lacks (libbenchmark). The first tree with binaries gets the megakernel GPU
 # tests, racecheck + memcheck of fwd+bwd at P = 1 and 4 loopback and the golden check; then
 # alternating timing rounds (AB_ROUNDS, AB_BENCH_ARGS; AB_ROUTING, default balanced) and one traced
 # run of the first tree; perf/ab_summary.py prints the rounds' medians at the end.
@@ -14,12 +14,16 @@ source ci/device-env.sh
 bin=${AB_BIN:-.abbin}
 names=${AB_NAMES:?}
 first=${names%% *}
+# Tests, sanitizers and golden need a tree with the binaries: a wrapper tree (ab-knob-trees.sh, or
+# one that only sets the environment) has detmoe_perf_layer alone, so take the first that has them.
+tested=$first
+for name in $names; do [ -f "$bin/$name/detmoe_layer_test" ] && { tested=$name; break; }; done
 export LD_LIBRARY_PATH=$PWD/$bin/lib:$LD_LIBRARY_PATH
 export DETMOE_SOURCE_DIR=$PWD  # the tests read this tree's golden cases, not the build's
 chmod +x "$bin"/*/detmoe* 2>/dev/null
-mkdir -p build-device && cp "$bin/$first/detmoe" build-device/detmoe
-step "tests of $first"
-timeout "${TESTS_LIMIT:-150}" "$bin/$first/detmoe_layer_test" \
+mkdir -p build-device && cp "$bin/$tested/detmoe" build-device/detmoe
+step "tests of $tested"
+timeout "${TESTS_LIMIT:-150}" "$bin/$tested/detmoe_layer_test" \
   --gtest_filter="${AB_TESTS:-Megakernel*:LayerTrace*-*NamedShapes.MatchReference:*Property.Random*}" >"$OUT/tests.log" 2>&1
 echo "tests exit $?"; grep -E '^\[  (PASSED|FAILED)|FAILED  \]|Failure' "$OUT/tests.log" | head -12
 # AB_SANITIZE=0 skips compute-sanitizer (a call short of device time; say so where it is reported)
@@ -51,14 +55,14 @@ for round in $(seq 1 "${AB_ROUNDS:-1}"); do
   done
   if [ "${AB_REF:-}" = round ] && [ "$(left)" -gt "${AB_ROUND_MIN:-70}" ]; then
     step "round $round reference ($(left) s left)"
-    timed "$first" reference "ab-reference-$round" "${AB_ROUND_SLACK:-40}"
+    timed "$tested" reference "ab-reference-$round" "${AB_ROUND_SLACK:-40}"
   fi
 done
 # AB_REF=1: the reference timed once with the same arguments, so ref / mk ratios come from the
 # same call (issue 19 and 18 measure against it).
 if [ -n "${AB_REF:-}" ] && [ "${AB_REF:-}" != round ] && [ "$(left)" -gt 70 ]; then
   step "reference ($(left) s left)"
-  timed "$first" reference ab-reference 30
+  timed "$tested" reference ab-reference 30
 fi
 if [ -n "${TRACE_SHAPES:-}" ] && [ "$(left)" -gt 25 ]; then
   step "trace of $first ($(left) s left)"
