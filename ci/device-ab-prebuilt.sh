@@ -85,4 +85,9 @@ for r in json.load(open(sys.argv[1]))["results"]:
 fi
 step summary
 python3 perf/ab_summary.py "$OUT" 2>&1 | head -60
+# With the reference in every round and the torch pipeline, issues 18 and 19's bars for the first tree.
+if [ "${AB_REF:-}" = round ] && [ -f "$OUT/torch-pipeline.json" ]; then
+  step "issues 18 and 19's bars, tree $first"
+  (cd perf && python3 acceptance_verdict.py "$OUT" --tree "$first") 2>&1 | grep -E 'FAIL|MISSING|verdict|^tree'
+fi
 step done
