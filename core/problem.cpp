@@ -62,7 +62,7 @@ const char* to_string(WeightGradLaunch w) {
     case WeightGradLaunch::kAuto: return "auto";
     case WeightGradLaunch::kFused: return "fused";
     case WeightGradLaunch::kGateUpLater: return "gate-up-later";
-    case WeightGradLaunch::kSecondLaunch: return "second-launch";
+    case WeightGradLaunch::kSecondLaunch: return "second";
   }
   return "?";
 }

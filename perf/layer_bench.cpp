@@ -420,10 +420,17 @@ int main(int argc, char** argv) {
     else if (a == "--no-save-h") o.save_h = false;
     else if (a == "--grad-dtype=bf16") o.bf16_grads = true;
     else if (a == "--grad-dtype=fp32") o.bf16_grads = false;
-    else if (a == "--wgrad-launch=auto") wgrad_launch() = WeightGradLaunch::kAuto;
-    else if (a == "--wgrad-launch=fused") wgrad_launch() = WeightGradLaunch::kFused;
-    else if (a == "--wgrad-launch=gate-up-later") wgrad_launch() = WeightGradLaunch::kGateUpLater;
-    else if (a == "--wgrad-launch=second") wgrad_launch() = WeightGradLaunch::kSecondLaunch;
+    else if (const char* v = value("--wgrad-launch=")) {
+      // The knob's names are to_string's (core/problem.cpp), the ones the fuzz log prints.
+      bool known = false;
+      for (WeightGradLaunch w : {WeightGradLaunch::kAuto, WeightGradLaunch::kFused, WeightGradLaunch::kGateUpLater,
+                                 WeightGradLaunch::kSecondLaunch})
+        if (std::strcmp(v, to_string(w)) == 0) wgrad_launch() = w, known = true;
+      if (!known) {
+        std::fprintf(stderr, "detmoe_perf_layer: --wgrad-launch=%s is not auto, fused, gate-up-later or second\n", v);
+        return 2;
+      }
+    }
     else if (const char* v = value("--steps-out=")) steps_out_path() = v;
     else {
       std::fprintf(stderr, "detmoe_perf_layer: unknown flag %s\n", argv[i]);

@@ -18,7 +18,7 @@ enum class WeightGradLaunch : int32_t {
                   // where its tiles fill the d_x sum's tail
   kSecondLaunch,  // both in GEMM-core launches after it (four operand stages, no staging to share)
 };
-const char* to_string(WeightGradLaunch w);
+const char* to_string(WeightGradLaunch w);  // auto | fused | gate-up-later | second
 
 struct LayerConfig {
   Precision precision = Precision::kBF16;

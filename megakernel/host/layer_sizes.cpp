@@ -75,7 +75,7 @@ StatusOr<LayerSizes> layer_sizes(const Shape& shape, const LayerConfig& config, 
   z.dh = P * z.capacity * 2 * F;
   z.dx_slots = P * T * shape.k * H;
   z.dhs = Fs > 0 ? P * T * 2 * Fs : 0;
-  z.h_group_offsets = P * (shape.experts_per_rank() + 1);  // recompute_h's and the weight gradients' groups
+  z.rank_group_offsets = P * (shape.experts_per_rank() + 1);  // recompute_h's and the weight gradients' groups
   z.chunk_cells = P * z.chunks_per_rank * shape.E;
   z.workspace_bytes = layout_workspace(0, shape, z).total_bytes;
   Workspace backward{};
@@ -154,7 +154,7 @@ int64_t layout_backward_workspace(uintptr_t base, const LayerSizes& z, Workspace
   ws.dh = c.take<uint16_t>(z.dh);
   ws.dx_slots = c.take<uint16_t>(z.dx_slots);
   ws.dhs = c.take<uint16_t>(z.dhs);
-  ws.h_group_offsets = c.take<int32_t>(z.h_group_offsets);
+  ws.rank_group_offsets = c.take<int32_t>(z.rank_group_offsets);
   return c.used();
 }
 

@@ -24,12 +24,12 @@ struct LayerSizes {
   // Elements (bf16 unless noted) of each buffer, all ranks together.
   int64_t recv = 0, act = 0, h = 0, slots = 0, act_s = 0, s = 0, hs = 0;
   int64_t dy = 0, dh = 0, dx_slots = 0, dhs = 0;  // the backward's (docs/MEGAKERNEL.md "Backward")
-  int64_t h_group_offsets = 0;  // int32, the backward's GEMM-core groups: P·(E/P + 1) (recompute_h.h, weight_grads.h)
+  int64_t rank_group_offsets = 0;  // int32, the backward's GEMM-core groups: P·(E/P + 1) (recompute_h.h, weight_grads.h)
   int64_t counter_words = 0;  // u64
   int64_t chunk_cells = 0;    // int32: P·chunks_per_rank·E
   int64_t rows = 0;           // P·T·k
   int64_t workspace_bytes = 0;  // the forward's buffers (all of the above but the backward's), rounded to 256 bytes
-  int64_t backward_bytes = 0;   // dy, dh, dx_slots, dhs, h_group_offsets: allocated at a Layer's first backward
+  int64_t backward_bytes = 0;   // dy, dh, dx_slots, dhs, rank_group_offsets: allocated at a Layer's first backward
 };
 
 // Checks that the megakernel can run this problem (beyond validate(config, shape)): bf16,

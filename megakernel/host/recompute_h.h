@@ -18,7 +18,7 @@
 namespace detmoe::mk {
 
 // For every rank r: h rows of its experts [r·cap, r·cap + rows_r) of ws.dh = recv · W_gate_upᵀ
-// (one group per local expert, offsets in ws.h_group_offsets: rank_group_offsets() of
+// (one group per local expert, offsets in ws.rank_group_offsets: rank_group_offsets() of
 // weight_grads.h earlier on `stream`), and with a shared expert ws.dhs rows [r·T, (r+1)·T) = x · Ws_gate_upᵀ.
 // Asynchronous on `stream`.
 Status recompute_h(const Shape& shape, int64_t capacity, const Workspace& ws, std::span<const DeviceLayerInputs> inputs,

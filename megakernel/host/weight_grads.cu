@@ -44,11 +44,11 @@ Status weight_grad(int64_t rows, int64_t m, int64_t n, int32_t groups, const int
 }  // namespace
 
 Status rank_group_offsets(const Shape& shape, const Workspace& ws, cudaStream_t stream) {
-  if (ws.h_group_offsets == nullptr) return Status(ErrorCode::kInternal, "backward: the workspace has no group offsets");
+  if (ws.rank_group_offsets == nullptr) return Status(ErrorCode::kInternal, "backward: the workspace has no group offsets");
   const int32_t P = static_cast<int32_t>(shape.P), epr = static_cast<int32_t>(shape.experts_per_rank());
   const int32_t n = P * (epr + 1);
   rank_group_offsets_kernel<<<(n + 255) / 256, 256, 0, stream>>>(ws.expert_offset, ws.rank_row_begin, P, epr,
-                                                                  ws.h_group_offsets);
+                                                                  ws.rank_group_offsets);
   DETMOE_CUDA_RETURN(cudaGetLastError());
   return Status::Ok();
 }
@@ -61,9 +61,9 @@ Status routed_weight_grads(const Shape& shape, int64_t capacity, const Workspace
   if (static_cast<int64_t>(outputs.size()) != P)
     return invalid_argument("backward: " + std::to_string(outputs.size()) + " gradient outputs for P = " +
                             std::to_string(P) + " ranks");
-  if (ws.h_group_offsets == nullptr) return Status(ErrorCode::kInternal, "backward: the workspace has no group offsets");
+  if (ws.rank_group_offsets == nullptr) return Status(ErrorCode::kInternal, "backward: the workspace has no group offsets");
   for (int64_t r = 0; r < P; ++r) {
-    const int32_t* offsets = ws.h_group_offsets + r * (epr + 1);
+    const int32_t* offsets = ws.rank_group_offsets + r * (epr + 1);
     if (which.down)
       DETMOE_RETURN_IF_ERROR(weight_grad(capacity, H, F, epr, offsets, ws.dy + r * capacity * H,
                                          ws.act + r * capacity * F, outputs[r].dw_down, fp32, grid, stream, "dW_down",

@@ -23,7 +23,7 @@
 
 namespace detmoe::mk {
 
-// ws.h_group_offsets[r·(E/P + 1) + e] = the first row of rank r's local expert e within the
+// ws.rank_group_offsets[r·(E/P + 1) + e] = the first row of rank r's local expert e within the
 // rank's receive rows (e = E/P: the end of its rows), from the forward's plan: the groups of
 // recompute_h and of routed_weight_grads. Asynchronous.
 Status rank_group_offsets(const Shape& shape, const Workspace& ws, cudaStream_t stream);

@@ -107,7 +107,7 @@ struct Workspace {
   uint16_t* dh;        // [cap, 2F]: [dg | du]
   uint16_t* dx_slots;  // [T·k, H]: dx rows pushed back to their source rank's (token, slot)
   uint16_t* dhs;       // [T, 2Fs]: shared expert's [dg | du] (Fs > 0)
-  int32_t* h_group_offsets;  // [P, E/P + 1]: the GEMM core's groups (recompute_h, weight_grads.h)
+  int32_t* rank_group_offsets;  // [P, E/P + 1]: the GEMM core's groups (recompute_h, weight_grads.h)
   unsigned long long* counters;  // [P, CounterLayout::per_rank]
 };
 

@@ -86,7 +86,7 @@ TEST(LayerSizes, BackwardBuffersAreTheirOwnAllocation) {
     EXPECT_EQ(z->dh, s.P * z->capacity * 2 * s.F);
     EXPECT_EQ(z->dx_slots, s.P * s.T * s.k * s.H);
     EXPECT_EQ(z->dhs, s.Fs > 0 ? s.P * s.T * 2 * s.Fs : 0);
-    EXPECT_EQ(z->h_group_offsets, s.P * (s.experts_per_rank() + 1));  // the weight gradients' groups
+    EXPECT_EQ(z->rank_group_offsets, s.P * (s.experts_per_rank() + 1));  // the weight gradients' groups
     const uintptr_t base = uintptr_t{1} << 40;
     const WorkspaceLayout forward = layout_workspace(base, s, *z);
     EXPECT_EQ(forward.ws.dy, nullptr);
@@ -112,12 +112,12 @@ TEST(LayerSizes, UserCapacityAndNoSavedH) {
   EXPECT_EQ(z->s, 0);
   // The backward recomputes h: its GEMM groups' offsets come with the backward's buffers.
   const Shape sh = small_shape();
-  EXPECT_EQ(z->h_group_offsets, sh.P * (sh.experts_per_rank() + 1));
+  EXPECT_EQ(z->rank_group_offsets, sh.P * (sh.experts_per_rank() + 1));
   const uintptr_t base = uintptr_t{1} << 40;
   Workspace w{};
   EXPECT_EQ(layout_backward_workspace(base, *z, w), z->backward_bytes);
   expect_pieces_aligned_disjoint_inside({{w.dy, 2 * z->dy}, {w.dh, 2 * z->dh}, {w.dx_slots, 2 * z->dx_slots},
-                                         {w.dhs, 2 * z->dhs}, {w.h_group_offsets, 4 * z->h_group_offsets}},
+                                         {w.dhs, 2 * z->dhs}, {w.rank_group_offsets, 4 * z->rank_group_offsets}},
                                         base, z->backward_bytes);
 }
 
