@@ -20,17 +20,14 @@ for impl in ours cublas_per_expert; do
     --section Occupancy --csv --page details "$bin/detmoe_perf_gemm" --benchmark_filter="grouped/$case/$impl/" \
     >"$OUT/ncu-$impl.csv" 2>"$OUT/ncu-$impl.err"
   echo "ncu exit $?"; tail -n 2 "$OUT/ncu-$impl.err"
-  python3 - "$OUT/ncu-$impl.csv" <<'PY'
-import csv, sys
-lines = open(sys.argv[1], errors="replace").read().splitlines()
-start = next((i for i, l in enumerate(lines) if l.startswith('"ID"')), None)
-if start is None:
-    sys.exit("no CSV")
+  (cd perf && python3 - "$OUT/ncu-$impl.csv") <<'PY'
+import sys
+from kernel_times import ncu_rows
 want = ["Duration", "SM Frequency", "DRAM Throughput", "Memory Throughput", "L2 Hit Rate", "L1/TEX Hit Rate",
         "Compute (SM) Throughput", "Executed Ipc Active", "Executed Instructions", "Registers Per Thread",
         "Grid Size", "Cluster Size", "Dynamic Shared Memory Per Block", "Achieved Occupancy"]
 rows = {}
-for r in csv.DictReader(lines[start:]):
+for r in ncu_rows(sys.argv[1]):
     k = (r["ID"], r["Kernel Name"][:60])
     if r["Metric Name"] in want:
         rows.setdefault(k, {})[r["Metric Name"]] = f'{r["Metric Value"]} {r["Metric Unit"]}'

@@ -10,13 +10,9 @@ source ci/device-env.sh
 export LD_LIBRARY_PATH=$PWD/.abbin/lib:$LD_LIBRARY_PATH DETMOE_SOURCE_DIR=$PWD
 chmod +x .abbin/*/detmoe* 2>/dev/null
 out=$OUT
-for routing in balanced zipf1; do
-  step "ncu kernel times, megakernel gpt-oss-120b $routing ($(left) s left)"
-  f="$out/kt-$routing"
-  timeout 90 ncu --clock-control none --metrics gpu__time_duration.sum --csv --print-units base \
-    .abbin/auto/detmoe verify --impl megakernel --shape gpt-oss-120b --routing "$routing" --no-oracle >"$f.csv" 2>"$f.err"
-  echo "ncu exit $?"; python3 perf/kernel_times.py "$f.csv" --runs 2 | head -12; gzip -f "$f.csv"
-done
+step "ncu kernel times, megakernel gpt-oss-120b, both routings ($(left) s left)"
+OUT=$out/kt BUDGET_S=200 BIN=.abbin/auto KT_SHAPES=gpt-oss-120b KT_ROUTINGS='balanced zipf1' KT_IMPLS=megakernel \
+  bash ci/device-kernel-times.sh | grep -vE '^==PROF'
 for routing in balanced zipf1; do
   step "trace, gpt-oss-120b $routing ($(left) s left)"
   timeout 60 .abbin/auto/detmoe_perf_layer --impls=megakernel --routings="$routing" --shapes=gpt-oss-120b --timed=5 \

@@ -15,17 +15,22 @@ def short(name):
     return name[:90]
 
 
+def ncu_rows(path):
+    """The rows of an ncu --csv output (metrics or the details page), after its log lines."""
+    lines = open(path, errors="replace").read().splitlines()
+    start = next((i for i, l in enumerate(lines) if l.startswith('"ID"')), None)
+    if start is None:
+        sys.exit(f"{path}: no ncu CSV header found")
+    return csv.DictReader(lines[start:])
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("csv")
     ap.add_argument("--runs", type=int, default=1)
     a = ap.parse_args()
-    lines = open(a.csv, errors="replace").read().splitlines()
-    start = next((i for i, l in enumerate(lines) if l.startswith('"ID"')), None)
-    if start is None:
-        sys.exit(f"{a.csv}: no ncu CSV header found")
     order, total, count = [], {}, {}
-    for row in csv.DictReader(lines[start:]):
+    for row in ncu_rows(a.csv):
         if row.get("Metric Name") != "gpu__time_duration.sum":
             continue
         k = short(row["Kernel Name"])
