@@ -66,7 +66,8 @@ DETMOE_DEVICE bool backward_start(const LayerParams& p, const LaunchContext& ctx
 }
 
 DETMOE_DEVICE void run_bwd_producer(const BackwardParams& bp, const LaunchContext& ctx, const Smem& smem,
-                                    const Pipe& pipe, TaskRing<NoDescription> ring, RowTable& table) {
+                                    const Pipe& pipe, TaskRing<NoDescription> ring, RowTable& table,
+                                    const StagedH& staged_h) {
   const LayerParams& p = bp.f;
   const CtaRole role = bwd_cta_role(bp);
   const BackwardTaskList list(p, role.rank, role.phases);
@@ -74,6 +75,7 @@ DETMOE_DEVICE void run_bwd_producer(const BackwardParams& bp, const LaunchContex
   unsigned int* tickets = ticket_counter(p, role.rank, role.phases == kBwdCommPhases);
   const int32_t total = list.total();
   Stage st;
+  uint32_t h_tiles = 0;  // da tiles so far: the staged h slices' phase
   bool aborted = false;
   RowTableLoader tables(table);
   // The next ticket is taken once the current task's inputs are ready, before its loads are
@@ -109,14 +111,14 @@ DETMOE_DEVICE void run_bwd_producer(const BackwardParams& bp, const LaunchContex
     }
     next = take_ticket(tickets, total);
     if (g.epilogue != BwdEpilogue::kScatterDx) {
-      produce_bwd_tile(g.tile, smem, pipe, st, aborted);
+      produce_bwd_tile(g.tile, smem, pipe, st, aborted, staged_h, h_tiles);
       continue;
     }
     // A dx tile: its row table along with its k-blocks, as the forward's GEMM2 (the tables are the
     // forward's, written before this launch).
     const int32_t table_after = RowTableLoader::load_kblock(g.tile.k_blocks);
     const int32_t rows = min(kRowsPerMBlock, g.c_end - g.c_row);
-    produce_bwd_tile(g.tile, smem, pipe, st, aborted, [&](int32_t kb) {
+    produce_bwd_tile(g.tile, smem, pipe, st, aborted, staged_h, h_tiles, [&](int32_t kb) {
       if (kb == table_after) tables.load(p, g.plan_row0, rows, aborted);
     });
     if (table_after < 0) tables.load(p, g.plan_row0, rows, aborted);
@@ -125,7 +127,7 @@ DETMOE_DEVICE void run_bwd_producer(const BackwardParams& bp, const LaunchContex
 
 DETMOE_DEVICE void run_bwd_consumer(const BackwardParams& bp, const LaunchContext& ctx, const Smem& smem,
                                     const Pipe& pipe, TaskRing<NoDescription> ring, RowTable& table,
-                                    CopierStorage& copies) {
+                                    CopierStorage& copies, const StagedH& staged_h) {
   const LayerParams& p = bp.f;
   const int wg = static_cast<int>(threadIdx.x / 128) - 1;
   const uint32_t thread = threadIdx.x % 128;
@@ -137,6 +139,7 @@ DETMOE_DEVICE void run_bwd_consumer(const BackwardParams& bp, const LaunchContex
   EpilogueHandoff handoff(copies, smem, wg);
   Stage st;
   uint32_t table_phase = 0;  // row tables read
+  uint32_t h_tiles = 0;      // da tiles so far: the staged h slices' phase
   // Deferred signals, as the forward's (forward_kernel.cuh): a tile's signal is sent after the
   // next tile's mainloop when that tile is of the same phase (no task waits on its own phase),
   // at once before a task of another phase, and at the end. dx tiles are signalled by the
@@ -165,6 +168,9 @@ DETMOE_DEVICE void run_bwd_consumer(const BackwardParams& bp, const LaunchContex
       dx_sum(bp, ctx, task, role.rank);
     } else {
       const BwdGemmTask g = describe_bwd_task(bp, task, role.rank, list, walker);
+      // A da tile: the warpgroup is done with its staging (dy dispatch, the last da tile's dh
+      // stores, waited by this issuer), so the producer may load the tile's staged h slices.
+      if (g.tile.map_h != nullptr && issuer) ptx::mbarrier_arrive(staged_h.empty);
       float acc[Cfg::kAccumulators];
 #pragma unroll
       for (int r = 0; r < Cfg::kAccumulators; ++r) acc[r] = 0.0f;
@@ -190,7 +196,7 @@ DETMOE_DEVICE void run_bwd_consumer(const BackwardParams& bp, const LaunchContex
       TaskTracer::epilogue_start(p);
       switch (g.epilogue) {
         case BwdEpilogue::kDSwiGLU:
-          DSwiGLUEpilogue::apply(acc, et, g.out_cols, wg, issuer, smem, pipe, st, g.map_c);
+          DSwiGLUEpilogue::apply(acc, et, g.out_cols, wg, issuer, smem, pipe, st, g.map_c, staged_h, h_tiles);
           break;
         case BwdEpilogue::kScatterDx:
           handoff.scatter_rows(acc, et, col_end, ctx, where);
@@ -222,11 +228,15 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) layer_backward_kernel(const 
   __shared__ TaskRingStorage<NoDescription> ring_shared;
   __shared__ RowTable table_shared;
   __shared__ CopierStorage copies_shared;
+  __shared__ uint64_t staged_h_barriers[2];
   const LayerParams& p = bp.f;
   const Smem smem = Smem::from_dynamic(smem_raw);
   const Pipe pipe{smem.full_barriers(), smem.empty_barriers()};
   const TaskRing<NoDescription> ring(&ring_shared);
+  const StagedH staged_h{&staged_h_barriers[0], &staged_h_barriers[1]};
   if (threadIdx.x == 0) {
+    ptx::mbarrier_init(staged_h.full, 1);
+    ptx::mbarrier_init(staged_h.empty, StagedH::kEmptyArrivals);
     epoch_shared = ld_relaxed_u32(p.ws.launch_state);
     ring.init();
     init_row_table(table_shared);
@@ -245,14 +255,14 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) layer_backward_kernel(const 
       ptx::setmaxnreg_dec<kBwdProducerRegisters>();
       const uint32_t warp = ptx::warp_id_uniform();
       if (threadIdx.x == 0) {
-        run_bwd_producer(bp, ctx, smem, pipe, ring, table_shared);
+        run_bwd_producer(bp, ctx, smem, pipe, ring, table_shared, staged_h);
       } else if (warp == 1 || warp == 2) {
         run_epilogue_copier<false>(p, ctx, smem, copies_shared, static_cast<int>(warp) - 1, DxSlotRow{});
       }
       __syncwarp();
     } else {
       ptx::setmaxnreg_inc<kBwdConsumerRegisters>();
-      run_bwd_consumer(bp, ctx, smem, pipe, ring, table_shared, copies_shared);
+      run_bwd_consumer(bp, ctx, smem, pipe, ring, table_shared, copies_shared, staged_h);
     }
   }
   TaskTracer::finish(p);

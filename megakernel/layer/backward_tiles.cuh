@@ -52,9 +52,60 @@ struct BwdTile {
 };
 
 
-// Stages of saved h a da tile streams after its k-blocks (0 without): one per 64 of its columns.
-DETMOE_DEVICE int32_t h_stages(const BwdTile& t) {
+// Slices of saved h a da tile's dSwiGLU epilogue reads (0 without): one per 64 of its columns.
+DETMOE_DEVICE int32_t h_slices(const BwdTile& t) {
   return t.map_h == nullptr ? 0 : min(4, (t.h_cols - t.h_col + 63) / 64);
+}
+
+// The first kStagedHSlices slices go into the consumers' staging (idle during da tiles: the
+// dSwiGLU epilogue stores from the h slices themselves), loaded early in the tile's mainloop, so
+// the epilogue starts on data already there; the rest come through the stage ring behind the
+// k-blocks as before. (All four through the ring: the epilogue waited for slices that could only
+// load as the last k-blocks freed their stages, and the next tile's first k-blocks waited behind
+// them — 13–16 µs per tile, docs/PERF.md session 28.) Per warpgroup w, slice s's g box lies at
+// staging(w) + 16 KB·s and its u box 8 KB after it: 32 of the 34 KB.
+inline constexpr int32_t kStagedHSlices = 2;
+static_assert(2 * kStagedHSlices * Smem::kBoxBytes <= Smem::kStagingBytesPerWarpgroup,
+              "a warpgroup's staged g and u boxes fit its staging");
+
+DETMOE_DEVICE int32_t h_staged_slices(const BwdTile& t) { return min(kStagedHSlices, h_slices(t)); }
+DETMOE_DEVICE int32_t h_stages(const BwdTile& t) { return h_slices(t) - h_staged_slices(t); }
+
+// The staged slices' handshake, one phase per da tile of the CTA (both sides count da tiles):
+//   full   the producer's arrival with the slices' bytes (TMA loads complete on it)
+//   empty  one arrival per consumer warpgroup as it starts a da tile: the staging holds nothing of
+//          its earlier tasks any more (dy dispatch buffers, the last da tile's dh stores, which
+//          its issuer waited to be read), so the producer may load this tile's slices into it.
+// The producer waits for `empty` only after the tile's first k-blocks are issued, so the
+// consumers reach the tile (and arrive) without waiting on it.
+struct StagedH {
+  uint64_t* full;
+  uint64_t* empty;
+  static constexpr uint32_t kEmptyArrivals = Cfg::kConsumerWarpgroups;
+};
+
+// Producer (one thread): da tile number `n`'s staged slices. `fake`: an arrival without data.
+DETMOE_DEVICE void produce_staged_h(const BwdTile& t, const Smem& smem, const StagedH& sh, uint32_t n, bool fake) {
+  constexpr uint32_t kBox = Smem::kBoxBytes;
+  ptx::mbarrier_wait_parity(sh.empty, n & 1u);
+  if (fake) {
+    ptx::mbarrier_arrive(sh.full);
+    return;
+  }
+  const int32_t halves = (t.h_row < t.h_end ? 1 : 0) + (t.h_row + 64 < t.h_end ? 1 : 0);
+  const int32_t slices = h_staged_slices(t);
+  ptx::mbarrier_arrive_expect_tx(sh.full, static_cast<uint32_t>(halves * slices) * 2u * kBox);
+  for (int32_t s = 0; s < slices; ++s) {
+    const int32_t col = t.h_col + 64 * s;
+#pragma unroll
+    for (int w = 0; w < 2; ++w) {
+      if (w >= halves) break;
+      const gemm::RaggedCoords rh = gemm::ragged_coords(t.h_row + 64 * w, t.h_end, 64);
+      uint8_t* g = smem.staging(w, 0) + static_cast<uint32_t>(s) * 2u * kBox;
+      ptx::tma_load_3d(g, t.map_h, sh.full, col, rh.y, rh.z);
+      ptx::tma_load_3d(g + kBox, t.map_h, sh.full, t.h_cols + col, rh.y, rh.z);
+    }
+  }
 }
 
 // 64-wide boxes of [first, limit), at most max_boxes: a box wholly past the last column is not
@@ -65,19 +116,24 @@ DETMOE_DEVICE int32_t boxes_before(int32_t first, int32_t limit, int32_t max_box
 
 // Producer (one thread): the tile's k-blocks into the stage ring; `fake` as produce_tile's.
 // `after_kblock(kb)` runs once each k-block's loads are issued (the dx tiles' row tables).
+// A da tile (map_h) also gets its staged h slices (produce_staged_h, da tile number `*h_tiles`,
+// counted up here) once its first min(3, K) k-blocks are issued.
 template <class AfterKBlock = NoHook>
 DETMOE_DEVICE void produce_bwd_tile(const BwdTile& t, const Smem& smem, const Pipe& pipe, Stage& st, bool fake,
-                                    AfterKBlock&& after_kblock = {}) {
+                                    const StagedH& sh, uint32_t& h_tiles, AfterKBlock&& after_kblock = {}) {
   constexpr uint32_t kBox = Smem::kBoxBytes;
   const int32_t b_boxes = boxes_before(t.b_col, t.b_cols, Cfg::kBlockN / 64);
   const int32_t a_boxes = t.weight_grad ? boxes_before(t.a_col, t.a_cols, Cfg::kBlockM / 64) : 0;
   const uint32_t bytes = (t.weight_grad ? a_boxes * kBox : Smem::kATileBytes) + b_boxes * kBox;
+  const int32_t staged_after = t.map_h == nullptr ? -1 : min(Cfg::kStages, t.k_blocks) - 1;
+  if (t.map_h != nullptr && t.k_blocks == 0) produce_staged_h(t, smem, sh, h_tiles++, fake);
   for (int32_t kb = 0; kb < t.k_blocks; ++kb) {
     if (fake) {
       ptx::mbarrier_wait_parity(pipe.empty + st.stage, st.phase ^ 1u);
       ptx::mbarrier_arrive(pipe.full + st.stage);
       st.advance();
       after_kblock(kb);
+      if (kb == staged_after) produce_staged_h(t, smem, sh, h_tiles++, true);
       continue;
     }
     pipe.producer_acquire(st, bytes);
@@ -100,8 +156,9 @@ DETMOE_DEVICE void produce_bwd_tile(const BwdTile& t, const Smem& smem, const Pi
       if (j < b_boxes) ptx::tma_load_3d(b + j * kBox, t.map_b, bar, t.b_col + 64 * j, rb.y, rb.z);
     st.advance();
     after_kblock(kb);
+    if (kb == staged_after) produce_staged_h(t, smem, sh, h_tiles++, false);
   }
-  // The saved h for the dSwiGLU epilogue, right behind the k-blocks: the loads land while the
+  // The rest of the saved h for the dSwiGLU epilogue, right behind the k-blocks: the loads land while the
   // consumers run the tile's last k-blocks, so the epilogue reads g and u from shared memory
   // (with them loaded from global memory by each thread, batch after batch, the epilogue took
   // 20–23 µs per tile on the H200 whatever the prefetching). A 64-row half wholly past the rows
@@ -116,7 +173,7 @@ DETMOE_DEVICE void produce_bwd_tile(const BwdTile& t, const Smem& smem, const Pi
     }
     pipe.producer_acquire(st, static_cast<uint32_t>(halves) * 2u * kBox);
     uint64_t* bar = pipe.full + st.stage;
-    const int32_t col = t.h_col + 64 * s;
+    const int32_t col = t.h_col + 64 * (h_staged_slices(t) + s);
 #pragma unroll
     for (int w = 0; w < 2; ++w) {
       if (w >= halves) break;
@@ -143,25 +200,29 @@ DETMOE_DEVICE void consume_bwd_tile(int wg, const BwdTile& t, const Smem& smem, 
 // reference's formula on its fp32 da, so the elementwise step matches it bit for bit; in batches
 // of 8 with the branch-free reciprocal, gemm::dswiglu_batch). `cols`: F (or Fs).
 //
-// g and u come from the h stages the producer streamed behind the tile's k-blocks
-// (produce_bwd_tile): stage s holds the 64 columns of slice s, g in the A stage and u in the B
-// stage, the warpgroup's 64 rows at 8 KB · wg, swizzled as a staging slab, so the ldmatrix at the
-// address write_bf16_slab's stmatrix would use returns batch b's 8 values in the accumulator
+// g and u of slice s (64 columns) come from the warpgroup's staging for s < kStagedHSlices (loaded
+// early in the mainloop, produce_staged_h) and from the h stages the producer streamed behind the
+// tile's k-blocks for the rest (produce_bwd_tile: g in the A stage and u in the B stage, the
+// warpgroup's 64 rows at 8 KB · wg). Either box is swizzled as a staging slab, so the ldmatrix at
+// the address write_bf16_slab's stmatrix would use returns batch b's 8 values in the accumulator
 // layout. dg and du are written back over g and u (stmatrix at the same addresses: each warp
-// reads and writes only its own 16 rows) and stored from the stage by two TMA stores, so a slice
+// reads and writes only its own 16 rows) and stored from there by two TMA stores, so a slice
 // costs one barrier and no wait for a staging slab (through the two rotating staging slabs the
-// eight stores of a tile serialised on each other's shared-memory reads). A stage is released
-// once its stores have read it, one slice later. Every warp waits for and releases every h stage
-// (the ring's count), whether or not its warpgroup has rows.
+// eight stores of a tile serialised on each other's shared-memory reads). A ring stage is
+// released once its stores have read it, one slice later; the staged boxes are free once the
+// issuer's last wait below has seen every store read, before the warpgroup's next da tile
+// arrives on `empty`. Every warp waits for the staged slices and for and releases every h stage
+// (the ring's count), whether or not its warpgroup has rows. `h_tiles`: the CTA's da tiles so far.
 struct DSwiGLUEpilogue {
   DETMOE_DEVICE static void apply(const float (&acc)[Cfg::kAccumulators], const gemm::EpilogueTile& t, int32_t cols,
                                   int wg, bool issuer, const Smem& smem, const Pipe& pipe, Stage& st,
-                                  const CUtensorMap* map_dh) {
+                                  const CUtensorMap* map_dh, const StagedH& sh, uint32_t& h_tiles) {
     const uint32_t barrier = 1 + static_cast<uint32_t>(wg);  // the warpgroup's slab barrier (idle here)
     const bool rows = t.row < t.row_end;                       // uniform over the warpgroup
     const uint32_t matrix = t.lane >> 3;
-    const uint32_t box = static_cast<uint32_t>(wg) * Smem::kBoxBytes;
-    const uint32_t row_offset = box + (t.warp * 16 + (matrix & 1u) * 8 + (t.lane & 7u)) * 128;
+    const uint32_t stage_box = static_cast<uint32_t>(wg) * Smem::kBoxBytes;
+    const uint32_t row_offset = (t.warp * 16 + (matrix & 1u) * 8 + (t.lane & 7u)) * 128;
+    const uint32_t staging = ptx::smem_u32(smem.staging(wg, 0));
     // Release `stage` once at most `pending` of the issuer's store groups may still read.
     auto release = [&](int32_t stage, auto pending) {
       if (rows) {
@@ -175,13 +236,21 @@ struct DSwiGLUEpilogue {
 #pragma unroll
     for (int s = 0; s < 4; ++s) {
       const int32_t col = t.col0 + 64 * s;
-      if (col >= cols) break;  // uniform over the CTA: the producer streamed exactly these stages
-      pipe.consumer_wait(st);
-      uint8_t* g_stage = smem.a_stage(st.stage);
-      uint8_t* u_stage = smem.b_stage(st.stage);
+      if (col >= cols) break;  // uniform over the CTA: the producer loaded exactly these slices
+      const bool staged = s < kStagedHSlices;
+      uint32_t g_box, u_box;  // the warpgroup's 64 rows of this slice's g and u
+      if (staged) {
+        if (s == 0) ptx::mbarrier_wait_parity(sh.full, h_tiles & 1u);
+        g_box = staging + static_cast<uint32_t>(s) * 2u * Smem::kBoxBytes;
+        u_box = g_box + Smem::kBoxBytes;
+      } else {
+        pipe.consumer_wait(st);
+        g_box = ptx::smem_u32(smem.a_stage(st.stage)) + stage_box;
+        u_box = ptx::smem_u32(smem.b_stage(st.stage)) + stage_box;
+      }
       if (rows) {
-        const uint32_t g_rows = ptx::smem_u32(g_stage) + row_offset;
-        const uint32_t u_rows = ptx::smem_u32(u_stage) + row_offset;
+        const uint32_t g_rows = g_box + row_offset;
+        const uint32_t u_rows = u_box + row_offset;
 #pragma unroll
         for (int b = 0; b < 4; ++b) {
           const uint32_t chunk = ((2u * b + (matrix >> 1)) ^ (t.lane & 7u)) << 4;
@@ -208,16 +277,24 @@ struct DSwiGLUEpilogue {
         ptx::named_barrier_sync(barrier, 128);
         if (issuer) {
           const gemm::RaggedCoords rc = gemm::ragged_coords(t.row, t.row_end, 64);
-          ptx::tma_store_3d(map_dh, ptx::smem_u32(g_stage) + box, col, rc.y, rc.z);
-          ptx::tma_store_3d(map_dh, ptx::smem_u32(u_stage) + box, cols + col, rc.y, rc.z);
+          ptx::tma_store_3d(map_dh, g_box, col, rc.y, rc.z);
+          ptx::tma_store_3d(map_dh, u_box, cols + col, rc.y, rc.z);
           ptx::bulk_commit_group();
         }
       }
       if (previous >= 0) release(previous, std::integral_constant<int, 1>{});
-      previous = st.stage;
-      st.advance();
+      if (!staged) {
+        previous = st.stage;
+        st.advance();
+      }
     }
-    if (previous >= 0) release(previous, std::integral_constant<int, 0>{});
+    if (previous >= 0) {
+      release(previous, std::integral_constant<int, 0>{});
+    } else if (rows) {
+      if (issuer) ptx::bulk_wait_group_read<0>();  // the staged boxes are read before `empty`'s next arrival
+      ptx::named_barrier_sync(barrier, 128);
+    }
+    ++h_tiles;
   }
 };
 
