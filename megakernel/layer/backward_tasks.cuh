@@ -391,57 +391,63 @@ DETMOE_DEVICE BwdGemmTask describe_bwd_task(const BackwardParams& bp, const BwdT
   return g;
 }
 
-// The dy dispatch's steps: kDyPieces column pieces of 256 columns (16 bytes per lane) of the dout
-// row and of kDySlots slots' y rows. A warp writes a step's dy pieces (512 bytes each) into one of
-// its two buffers in the staging (a step's stores read one while the next step writes the other).
-// One piece of four slots: two pieces (or one of eight) per step made ptxas spill ≈ 100 bytes
-// more (ptxas -v), and two pieces of four ran mixtral-8x7b's backward 1 ms slower on an H100
-// (docs/PERF.md session 24).
-inline constexpr int kDyPieces = 1;
+// The dy dispatch's steps: one column piece of 256 columns (16 bytes per lane) of the dout row and
+// of kDySlots slots' y rows per step. A warp writes a step's dy pieces (512 bytes each) into one of
+// its two buffers in the staging, and every kDyStoreSteps steps (or at the row's end) lane j
+// bulk-stores slot j's kDyStoreSteps pieces, contiguous in the row and in the buffer, as one copy
+// (a group's stores read one buffer while the next group writes the other). (One 512-byte store
+// per piece: the dispatch moved ≈ 2.1–2.3 TB/s on the H200 against the forward dispatch's 2.9 with
+// 7.8 KB stores, and more loads in flight did not move it, docs/PERF.md sessions 19–24: the
+// stores' count is the suspect left.) One piece of four slots per step: two pieces (or one of
+// eight) made ptxas spill ≈ 100 bytes more (ptxas -v), and two pieces of four ran mixtral-8x7b's
+// backward 1 ms slower on an H100 (docs/PERF.md session 24).
 inline constexpr int kDySlots = 4;
+inline constexpr int kDyStoreSteps = 2;
 inline constexpr int32_t kDyPieceBytes = 512;
-inline constexpr int32_t kDyWarpBytes = 2 * kDyPieces * kDySlots * kDyPieceBytes;
+inline constexpr int32_t kDyGroupBytes = kDySlots * kDyStoreSteps * kDyPieceBytes;  // one buffer
+inline constexpr int32_t kDyWarpBytes = 2 * kDyGroupBytes;
 static_assert(kCopyWarps * kDyWarpBytes <= Cfg::kConsumerWarpgroups * Smem::kStagingBytesPerWarpgroup,
               "the copy warps' dy buffers fit the consumers' staging");
 
-// One token's slots [j0, j0 + kg) (kg ≤ kDySlots) for one warp: each step loads kDyPieces column
-// pieces of the dout row (once for the group's slots) and of the kg y rows (yrow: slot j0's),
-// adds dout·y into each slot's lane partial (fmaf, columns in increasing order: lane·8 + 256·i,
-// then the 8 of a piece), writes the dy pieces bf16(w·dout) into the warp's buffer and lane j
-// bulk-stores slot j's pieces to `dst` (lane j's destination row; null: none). `step` counts the
-// warp's steps (the buffer parity). Every lane commits one bulk group per step, so "at most one
+// One token's slots [j0, j0 + kg) (kg ≤ kDySlots) for one warp: each step loads a column piece of
+// the dout row (once for the group's slots) and of the kg y rows (yrow: slot j0's), adds dout·y
+// into each slot's lane partial (fmaf, columns in increasing order: lane·8 + 256·i, then the 8 of
+// a piece), writes the dy pieces bf16(w·dout) into the warp's buffer (slot j's piece h of a group
+// at (j·kDyStoreSteps + h)·512 bytes) and, once a group is written, lane j bulk-stores slot j's
+// pieces to `dst` (lane j's destination row; null: none). `group` counts the warp's store groups
+// (the buffer parity). Every lane commits one bulk group per store group, so "at most one
 // pending" leaves only the other buffer being read.
 DETMOE_DEVICE void dy_token_slots(const uint16_t* drow, const uint16_t* yrow, int32_t H, int32_t kg,
-                                  const float (&wt)[kDySlots], uint16_t* dst, uint32_t buffers, uint32_t& step,
+                                  const float (&wt)[kDySlots], uint16_t* dst, uint32_t buffers, uint32_t& group,
                                   float (&partial)[kDySlots]) {
-  constexpr int kPieces = kDyPieces, kSlots = kDySlots;
+  constexpr int kSlots = kDySlots;
   const uint32_t lane = ptx::lane_id();
+  int32_t h = 0;       // the step's place in its store group
+  int32_t c_group = 0;  // the group's first column
+  uint32_t buffer = 0;
 #pragma unroll 1
-  for (int32_t c0 = 0; c0 < H; c0 += 256 * kPieces) {
-    uint4 dv[kPieces], yv[kPieces][kSlots];
+  for (int32_t c0 = 0; c0 < H; c0 += 256) {
+    uint4 dv, yv[kSlots];
+    const int32_t c = c0 + static_cast<int32_t>(lane) * 8;
+    if (c < H) {
+      dv = __ldg(reinterpret_cast<const uint4*>(drow + c));
 #pragma unroll
-    for (int u = 0; u < kPieces; ++u) {
-      const int32_t c = c0 + 256 * u + static_cast<int32_t>(lane) * 8;
-      if (c < H) {
-        dv[u] = __ldg(reinterpret_cast<const uint4*>(drow + c));
-#pragma unroll
-        for (int j = 0; j < kSlots; ++j) {
-          if (j < kg) yv[u][j] = __ldcg(reinterpret_cast<const uint4*>(yrow + static_cast<int64_t>(j) * H + c));
-        }
+      for (int j = 0; j < kSlots; ++j) {
+        if (j < kg) yv[j] = __ldcg(reinterpret_cast<const uint4*>(yrow + static_cast<int64_t>(j) * H + c));
       }
     }
-    ptx::bulk_wait_group_read<1>();  // this buffer's stores of two steps ago have read it
-    __syncwarp();
-    const uint32_t buffer = buffers + (step & 1u) * (kPieces * kSlots * kDyPieceBytes);
-#pragma unroll
-    for (int u = 0; u < kPieces; ++u) {
-      const int32_t c = c0 + 256 * u + static_cast<int32_t>(lane) * 8;
-      if (c >= H) break;
-      const uint16_t* dd = reinterpret_cast<const uint16_t*>(&dv[u]);
+    if (h == 0) {
+      ptx::bulk_wait_group_read<1>();  // this buffer's stores of two groups ago have read it
+      __syncwarp();
+      buffer = buffers + (group & 1u) * kDyGroupBytes;
+      c_group = c0;
+    }
+    if (c < H) {
+      const uint16_t* dd = reinterpret_cast<const uint16_t*>(&dv);
 #pragma unroll
       for (int j = 0; j < kSlots; ++j) {
         if (j >= kg) break;
-        const uint16_t* yy = reinterpret_cast<const uint16_t*>(&yv[u][j]);
+        const uint16_t* yy = reinterpret_cast<const uint16_t*>(&yv[j]);
         uint32_t o[4];
 #pragma unroll
         for (int v = 0; v < 8; v += 2) {
@@ -451,23 +457,20 @@ DETMOE_DEVICE void dy_token_slots(const uint16_t* drow, const uint16_t* yrow, in
           o[v / 2] = static_cast<uint32_t>(bf16_bits_from_float(wt[j] * d0)) |
                      (static_cast<uint32_t>(bf16_bits_from_float(wt[j] * d1)) << 16);
         }
-        ptx::st_shared_v4(buffer + static_cast<uint32_t>(u * kSlots + j) * kDyPieceBytes + lane * 16,
+        ptx::st_shared_v4(buffer + static_cast<uint32_t>(j * kDyStoreSteps + h) * kDyPieceBytes + lane * 16,
                           make_uint4(o[0], o[1], o[2], o[3]));
       }
     }
+    if (++h < kDyStoreSteps && c0 + 256 < H) continue;
     ptx::fence_proxy_async_shared();  // st.shared (generic) → the bulk stores' reads
     __syncwarp();
     if (dst != nullptr) {
-#pragma unroll
-      for (int u = 0; u < kPieces; ++u) {
-        const int32_t c = c0 + 256 * u;
-        if (c >= H) break;
-        ptx::bulk_store(dst + c, buffer + static_cast<uint32_t>(u * kSlots + lane) * kDyPieceBytes,
-                        static_cast<uint32_t>(min(256, H - c)) * 2);
-      }
+      ptx::bulk_store(dst + c_group, buffer + static_cast<uint32_t>(lane * kDyStoreSteps) * kDyPieceBytes,
+                      static_cast<uint32_t>(min(256 * kDyStoreSteps, H - c_group)) * 2);
     }
     ptx::bulk_commit_group();
-    ++step;
+    ++group;
+    h = 0;
   }
 }
 
@@ -502,7 +505,7 @@ DETMOE_DEVICE void dy_dispatch(const BackwardParams& bp, const LaunchContext& ct
   if (!copy_barrier_and(go)) return;
   float* d_topk_w = bp.grad[s].d_topk_w + static_cast<int64_t>(t0) * p.k;
   const uint32_t buffers = ptx::smem_u32(staging) + static_cast<uint32_t>(warp) * kDyWarpBytes;
-  uint32_t step = 0;
+  uint32_t group = 0;
 #pragma unroll 1
   for (int32_t q = warp; q < n; q += kCopyWarps) {
     const int32_t t = t0 + q;
@@ -530,7 +533,7 @@ DETMOE_DEVICE void dy_dispatch(const BackwardParams& bp, const LaunchContext& ct
         partial[j] = 0.0f;
       }
       dy_token_slots(dout + static_cast<int64_t>(t) * p.H, ys + (static_cast<int64_t>(t) * p.k + j0) * p.H, p.H, kg, wt,
-                     dst, buffers, step, partial);
+                     dst, buffers, group, partial);
 #pragma unroll
       for (int j = 0; j < kDySlots; ++j) {
         if (j >= kg) break;
