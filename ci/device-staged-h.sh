@@ -7,6 +7,7 @@
 # effect is both − staged) and, with the time left, gpt-oss-120b's kernel times on both routings
 # (PERF session 27, item 2).
 #   ci/ab-rev-trees.sh .abbin both=staged-dy1k staged=staged-h base=main
+#   (where the branch refs are gone: both=2b177a0 staged=a47d692, recorded in main's history by e63014c)
 #   OUT=dir BUDGET_S=580 bash ci/device-staged-h.sh        (carry .devdeps .abbin; ≈ 10 minutes)
 source "$(dirname "$0")/device-call.sh"
 out=$OUT
