@@ -12,6 +12,7 @@ root=$(git rev-parse --show-toplevel)
 work=${AB_WORK:-/tmp/detmoe-ab}
 command -v nvcc >/dev/null 2>&1 || export PATH=/usr/local/cuda/bin:$PATH
 mkdir -p "$work"
+git -C "$root" worktree prune  # entries whose folders a reboot removed
 for pair in "$@"; do
   name=${pair%%=*}; rev=${pair#*=}
   tree=$work/$name
