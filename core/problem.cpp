@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "detmoe/config.h"
+#include "detmoe/enum_names.h"
 
 namespace detmoe {
 
@@ -65,6 +66,13 @@ const char* to_string(WeightGradLaunch w) {
     case WeightGradLaunch::kSecondLaunch: return "second";
   }
   return "?";
+}
+
+StatusOr<WeightGradLaunch> parse_weight_grad_launch(std::string_view s) {
+  return parse_name(s,
+                    std::array{WeightGradLaunch::kAuto, WeightGradLaunch::kFused, WeightGradLaunch::kGateUpLater,
+                               WeightGradLaunch::kSecondLaunch},
+                    "weight_grad_launch");
 }
 
 int64_t worst_case_recv_rows(const Shape& s) { return s.P * s.T * std::min(s.k, s.experts_per_rank()); }

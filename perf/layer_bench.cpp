@@ -421,15 +421,12 @@ int main(int argc, char** argv) {
     else if (a == "--grad-dtype=bf16") o.bf16_grads = true;
     else if (a == "--grad-dtype=fp32") o.bf16_grads = false;
     else if (const char* v = value("--wgrad-launch=")) {
-      // The knob's names are to_string's (core/problem.cpp), the ones the fuzz log prints.
-      bool known = false;
-      for (WeightGradLaunch w : {WeightGradLaunch::kAuto, WeightGradLaunch::kFused, WeightGradLaunch::kGateUpLater,
-                                 WeightGradLaunch::kSecondLaunch})
-        if (std::strcmp(v, to_string(w)) == 0) wgrad_launch() = w, known = true;
-      if (!known) {
-        std::fprintf(stderr, "detmoe_perf_layer: --wgrad-launch=%s is not auto, fused, gate-up-later or second\n", v);
+      const StatusOr<WeightGradLaunch> w = parse_weight_grad_launch(v);  // to_string's names, as the fuzz log prints
+      if (!w.ok()) {
+        std::fprintf(stderr, "detmoe_perf_layer: --wgrad-launch: %s\n", w.status().message().c_str());
         return 2;
       }
+      wgrad_launch() = w.value();
     }
     else if (const char* v = value("--steps-out=")) steps_out_path() = v;
     else {

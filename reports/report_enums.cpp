@@ -4,22 +4,10 @@
 #include <array>
 #include <utility>
 
+#include "detmoe/enum_names.h"
 #include "detmoe/report.h"
 
 namespace detmoe::report {
-namespace {
-
-template <class E, std::size_t N>
-StatusOr<E> parse_name(std::string_view s, const std::array<E, N>& values, const char* what) {
-  std::string allowed;
-  for (E v : values) {
-    if (s == to_string(v)) return v;
-    allowed += (allowed.empty() ? "" : ", ") + std::string(to_string(v));
-  }
-  return invalid_argument(fmt::format("{} \"{}\" is not one of {}", what, s, allowed));
-}
-
-}  // namespace
 
 const char* to_string(Verdict v) {
   switch (v) {

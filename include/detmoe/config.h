@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string_view>
 
 #include "detmoe/problem.h"
 #include "detmoe/status.h"
@@ -19,6 +20,7 @@ enum class WeightGradLaunch : int32_t {
   kSecondLaunch,  // both in GEMM-core launches after it (four operand stages, no staging to share)
 };
 const char* to_string(WeightGradLaunch w);  // auto | fused | gate-up-later | second
+StatusOr<WeightGradLaunch> parse_weight_grad_launch(std::string_view s);  // to_string's names
 
 struct LayerConfig {
   Precision precision = Precision::kBF16;

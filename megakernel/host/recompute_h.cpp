@@ -38,7 +38,6 @@ Status recompute_h(const Shape& shape, int64_t capacity, const Workspace& ws, st
   const int32_t epr = static_cast<int32_t>(shape.experts_per_rank());
   if (static_cast<int64_t>(inputs.size()) != P)
     return invalid_argument("recompute_h: " + std::to_string(inputs.size()) + " inputs for P = " + std::to_string(P) + " ranks");
-  if (ws.rank_group_offsets == nullptr) return Status(ErrorCode::kInternal, "recompute_h: the workspace has no group offsets");
   for (int64_t r = 0; r < P; ++r) {
     DETMOE_RETURN_IF_ERROR(gate_up(capacity, 2 * F, H, epr, ws.rank_group_offsets + r * (epr + 1), ws.recv + r * capacity * H,
                                    inputs[r].w_gate_up, ws.dh + r * capacity * 2 * F, stream, "h", r));

@@ -61,7 +61,6 @@ Status routed_weight_grads(const Shape& shape, int64_t capacity, const Workspace
   if (static_cast<int64_t>(outputs.size()) != P)
     return invalid_argument("backward: " + std::to_string(outputs.size()) + " gradient outputs for P = " +
                             std::to_string(P) + " ranks");
-  if (ws.rank_group_offsets == nullptr) return Status(ErrorCode::kInternal, "backward: the workspace has no group offsets");
   for (int64_t r = 0; r < P; ++r) {
     const int32_t* offsets = ws.rank_group_offsets + r * (epr + 1);
     if (which.down)

@@ -241,6 +241,21 @@ TEST(ConfigValidation, RejectsEachBadKnobNamingTheValue) {
   for (const Case& k : cases) EXPECT_MENTIONS(failure(validate(k.config, kGood)), k.text);
 }
 
+// The knob's names (bench flags, fuzz log) parse back to the value whose to_string they are; a bad
+// one is refused with the text and the allowed names.
+TEST(ConfigValidation, WeightGradLaunchNamesRoundTrip) {
+  for (WeightGradLaunch w : {WeightGradLaunch::kAuto, WeightGradLaunch::kFused, WeightGradLaunch::kGateUpLater,
+                             WeightGradLaunch::kSecondLaunch}) {
+    const StatusOr<WeightGradLaunch> back = parse_weight_grad_launch(to_string(w));
+    ASSERT_TRUE(back.ok()) << to_string(w);
+    EXPECT_EQ(back.value(), w);
+  }
+  const StatusOr<WeightGradLaunch> bad = parse_weight_grad_launch("second-launch");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_MENTIONS(bad.status().message(), "\"second-launch\"");
+  EXPECT_MENTIONS(bad.status().message(), "gate-up-later");
+}
+
 TEST(ConfigValidation, Fp8IsNotImplementedYetAndSaysSo) {
   LayerConfig c;
   c.precision = Precision::kFP8;
