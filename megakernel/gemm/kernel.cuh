@@ -28,22 +28,32 @@
 
 namespace detmoe::gemm {
 
-template <Layout kLayout, class Cfg>
+template <Layout kLayout, class Cfg, int kCtas>
 DETMOE_DEVICE void run_producer(const CUtensorMap* map_a, const CUtensorMap* map_b, const KernelParams& p,
-                                const SmemLayout<Cfg>& smem, const Pipeline<Cfg>& pipe) {
+                                const SmemLayout<Cfg>& smem, const Pipeline<Cfg, kCtas>& pipe, uint32_t rank) {
   using Operands = OperandLayout<kLayout, Cfg>;
   ptx::prefetch_tensor_map(map_a);
   ptx::prefetch_tensor_map(map_b);
-  TileScheduler<kLayout, Cfg> scheduler(p);
+  TileScheduler<kLayout, Cfg, kCtas> scheduler(p, static_cast<int32_t>(rank));
   PipelineState<Cfg::kStages> st;
   Tile tile;
   while (scheduler.next(tile)) {
-    const uint32_t bytes = Operands::stage_bytes(tile, p.n, p.m);
-    for (int32_t kb = 0; kb < tile.k_blocks; ++kb) {
-      pipe.producer_acquire(st, bytes);
-      Operands::load(map_a, map_b, tile, kb, p.n, p.k, p.m, smem.a_stage(st.stage), smem.b_stage(st.stage),
-                     pipe.full + st.stage);
-      st.advance();
+    if constexpr (kCtas == 1) {
+      const uint32_t bytes = Operands::stage_bytes(tile, p.n, p.m);
+      for (int32_t kb = 0; kb < tile.k_blocks; ++kb) {
+        pipe.producer_acquire(st, bytes);
+        Operands::load(map_a, map_b, tile, kb, p.n, p.k, p.m, smem.a_stage(st.stage), smem.b_stage(st.stage),
+                       pipe.full + st.stage);
+        st.advance();
+      }
+    } else {
+      const uint32_t bytes = Operands::pair_stage_bytes(tile, p.n);
+      for (int32_t kb = 0; kb < tile.k_blocks; ++kb) {
+        pipe.producer_acquire(st, bytes);
+        Operands::load_pair(map_a, map_b, tile, kb, p.n, rank, smem.a_stage(st.stage), smem.b_stage(st.stage),
+                            pipe.full + st.stage);
+        st.advance();
+      }
     }
   }
 }
@@ -56,8 +66,8 @@ DETMOE_DEVICE void run_producer(const CUtensorMap* map_a, const CUtensorMap* map
 // pass every stage in step. `fence()` applies ptx::fence_accumulators to the accumulator
 // registers the wgmmas write (the compiler must not move their reads or writes across the wgmma
 // fences and waits).
-template <class Cfg, class Fence, class Issue>
-DETMOE_DEVICE void consume_stages(int32_t k_blocks, const Pipeline<Cfg>& pipe, PipelineState<Cfg::kStages>& st,
+template <class Cfg, class Pipe, class Fence, class Issue>
+DETMOE_DEVICE void consume_stages(int32_t k_blocks, const Pipe& pipe, PipelineState<Cfg::kStages>& st,
                                   Fence&& fence, Issue&& issue) {
   if (k_blocks > 0) {
     int32_t previous_stage = 0;
@@ -84,8 +94,8 @@ DETMOE_DEVICE void consume_stages(int32_t k_blocks, const Pipeline<Cfg>& pipe, P
 // verbatim by the GEMM kernel and the fused layer kernel (full tiles), so both run the same
 // instruction sequence and a tile's bits depend only on its operands. k_blocks = 0 leaves acc
 // untouched.
-template <class Operands, class Cfg>
-DETMOE_DEVICE void consume_k_blocks(int wg, int32_t k_blocks, const SmemLayout<Cfg>& smem, const Pipeline<Cfg>& pipe,
+template <class Operands, class Cfg, class Pipe>
+DETMOE_DEVICE void consume_k_blocks(int wg, int32_t k_blocks, const SmemLayout<Cfg>& smem, const Pipe& pipe,
                                     PipelineState<Cfg::kStages>& st, float (&acc)[Cfg::kAccumulators]) {
   consume_stages<Cfg>(
       k_blocks, pipe, st, [&] { ptx::fence_accumulators(acc); },
@@ -101,9 +111,20 @@ DETMOE_DEVICE void consume_k_blocks(int wg, int32_t k_blocks, const SmemLayout<C
       });
 }
 
-template <Layout kLayout, class Epi, class Cfg>
+// An inactive tile of a CTA pair: its stages carry the peer's B, so they are waited for and
+// released like any other, with no wgmma.
+template <class Cfg, class Pipe>
+DETMOE_DEVICE void pass_stages(int32_t k_blocks, const Pipe& pipe, PipelineState<Cfg::kStages>& st) {
+  for (int32_t kb = 0; kb < k_blocks; ++kb) {
+    pipe.consumer_wait(st);
+    pipe.consumer_release(st.stage);
+    st.advance();
+  }
+}
+
+template <Layout kLayout, class Epi, class Cfg, int kCtas>
 DETMOE_DEVICE void run_consumer(int wg, const CUtensorMap* map_c, const CUtensorMap* map_h, const KernelParams& p,
-                                const SmemLayout<Cfg>& smem, const Pipeline<Cfg>& pipe) {
+                                const SmemLayout<Cfg>& smem, const Pipeline<Cfg, kCtas>& pipe, uint32_t rank) {
   using Operands = OperandLayout<kLayout, Cfg>;
   const uint32_t thread = threadIdx.x % 128;
   const bool issuer = thread == 0;
@@ -112,11 +133,15 @@ DETMOE_DEVICE void run_consumer(int wg, const CUtensorMap* map_c, const CUtensor
     if (p.store_h) ptx::prefetch_tensor_map(map_h);
   }
   SlabStore out(smem.staging(wg, 0), smem.staging(wg, 1), /*barrier_id=*/1 + wg, issuer);
-  TileScheduler<kLayout, Cfg> scheduler(p);
+  TileScheduler<kLayout, Cfg, kCtas> scheduler(p, static_cast<int32_t>(rank));
   PipelineState<Cfg::kStages> st;
   float acc[Cfg::kAccumulators];
   Tile tile;
   while (scheduler.next(tile)) {
+    if (kCtas > 1 && !tile.active) {
+      pass_stages<Cfg>(tile.k_blocks, pipe, st);
+      continue;
+    }
     consume_k_blocks<Operands, Cfg>(wg, tile.k_blocks, smem, pipe, st, acc);
     EpilogueTile et;
     if constexpr (kLayout == Layout::kWeightGrad) {
@@ -134,7 +159,8 @@ DETMOE_DEVICE void run_consumer(int wg, const CUtensorMap* map_c, const CUtensor
   out.drain();
 }
 
-template <Layout kLayout, class Epi, class Cfg = Tile128x256>
+// kCtas = 2: launched in clusters of two CTAs that share each stage's B (see pipeline.cuh).
+template <Layout kLayout, class Epi, class Cfg = Tile128x256, int kCtas = 1>
 __global__ void __launch_bounds__(Cfg::kThreads, 1)
     grouped_gemm_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
                         const __grid_constant__ CUtensorMap map_c, const __grid_constant__ CUtensorMap map_h,
@@ -142,18 +168,26 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ uint8_t smem_raw[];
   const SmemLayout<Cfg> smem = SmemLayout<Cfg>::from_dynamic(smem_raw);
-  const Pipeline<Cfg> pipe{smem.full_barriers(), smem.empty_barriers()};
+  const Pipeline<Cfg, kCtas> pipe{smem.full_barriers(), smem.empty_barriers()};
   if (threadIdx.x == 0) pipe.init();
-  __syncthreads();
+  // A pair's barriers must be initialised before the peer multicasts into them or arrives on them.
+  if constexpr (kCtas == 1) {
+    __syncthreads();
+  } else {
+    ptx::cluster_sync();
+  }
+  const uint32_t rank = kCtas == 1 ? 0u : ptx::cluster_ctarank();
 
   const int warpgroup = static_cast<int>(ptx::warp_id_uniform() / 4);
   if (warpgroup == 0) {
     ptx::setmaxnreg_dec<Cfg::kProducerRegisters>();
-    if (threadIdx.x == 0) run_producer<kLayout, Cfg>(&map_a, &map_b, p, smem, pipe);
+    if (threadIdx.x == 0) run_producer<kLayout, Cfg, kCtas>(&map_a, &map_b, p, smem, pipe, rank);
   } else {
     ptx::setmaxnreg_inc<Cfg::kConsumerRegisters>();
-    run_consumer<kLayout, Epi, Cfg>(warpgroup - 1, &map_c, &map_h, p, smem, pipe);
+    run_consumer<kLayout, Epi, Cfg, kCtas>(warpgroup - 1, &map_c, &map_h, p, smem, pipe, rank);
   }
+  // No CTA leaves while its peer may still arrive on its barriers or write into its stages.
+  if constexpr (kCtas > 1) ptx::cluster_sync();
 #endif
 }
 

@@ -22,6 +22,7 @@
 #include "megakernel/gemm/ragged_map.cuh"
 #include "megakernel/gemm/scheduler.cuh"
 #include "megakernel/gemm/smem_layout.cuh"
+#include "megakernel/ptx/cluster.cuh"
 #include "megakernel/ptx/tma.cuh"
 #include "megakernel/ptx/wgmma.cuh"
 
@@ -89,6 +90,32 @@ struct OperandLayout {
         for (int j = 0; j < Cfg::kBlockN / 64; ++j)
           if (j < b_boxes) ptx::tma_load_3d(b + j * kBox, map_b, bar, t.n0 + 64 * j, rb.y, rb.z);
       }
+    }
+  }
+
+  // CTA pairs (kForward, kCtas = 2): the pair's two m-blocks share one n-block, so each CTA
+  // loads its own A and half of B — weight rows n0 + 128·rank onward — multicast into both CTAs
+  // at the same offset. The stage then holds exactly what a lone CTA's 256-row box would put
+  // there (the 128-byte swizzle depends on the address alone), so the wgmmas and the bits are the
+  // same. A half lying wholly past the group's N rows is not loaded (as boxes_in: its bytes feed
+  // only columns that are never stored).
+  static constexpr int32_t kHalfN = Cfg::kBlockN / 2;
+  DETMOE_DEVICE static int32_t pair_halves_in(const Tile& t, int32_t n) { return min(2, max((n - t.n0 + kHalfN - 1) / kHalfN, 0)); }
+  DETMOE_DEVICE static uint32_t pair_stage_bytes(const Tile& t, int32_t n) {
+    return (t.active ? Smem::kATileBytes : 0u) + pair_halves_in(t, n) * (Smem::kBTileBytes / 2);
+  }
+  DETMOE_DEVICE static void load_pair(const CUtensorMap* map_a, const CUtensorMap* map_b, const Tile& t, int32_t kb,
+                                      int32_t n, uint32_t rank, uint8_t* a, uint8_t* b, uint64_t* bar) {
+    static_assert(kLayout == Layout::kForward, "CTA pairs share the forward's B panel");
+    const int32_t k0 = kb * Cfg::kBlockK;
+    if (t.active) {
+      const RaggedCoords ra = ragged_coords(t.rows_begin + t.m0, t.rows_end, Cfg::kBlockM);
+      ptx::tma_load_3d(a, map_a, bar, k0, ra.y, ra.z);
+    }
+    if (static_cast<int32_t>(rank) < pair_halves_in(t, n)) {
+      const int32_t b_row = t.group * n + t.n0 + static_cast<int32_t>(rank) * kHalfN;
+      const RaggedCoords rb = ragged_coords(b_row, (t.group + 1) * n, kHalfN);
+      ptx::tma_load_3d_multicast(b + rank * (Smem::kBTileBytes / 2), map_b, bar, k0, rb.y, rb.z, 0x3);
     }
   }
 
