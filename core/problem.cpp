@@ -92,6 +92,9 @@ Status validate(const LayerConfig& c, const Shape& s) {
       w < static_cast<int32_t>(WeightGradLaunch::kAuto) || w > static_cast<int32_t>(WeightGradLaunch::kSecondLaunch))
     return invalid_argument(fmt::format(
         "weight_grad_launch = {} is not one of auto (0), fused (1), gate-up-later (2), second launch (3)", w));
+  if (c.weight_grad_cluster_ctas < 0 || c.weight_grad_cluster_ctas > 2)
+    return invalid_argument(fmt::format("weight_grad_cluster_ctas = {} is not one of 0 (auto), 1 (lone CTAs), 2 (CTA pairs)",
+                                        c.weight_grad_cluster_ctas));
   if (c.spin_timeout_ms <= 0) return invalid_argument(fmt::format("spin_timeout_ms = {} must be > 0", c.spin_timeout_ms));
   return Status::Ok();
 }

@@ -358,6 +358,10 @@ int main(int argc, char** argv) {
     counts[s.name] = balanced_counts(s);
     grouped.push_back({s.name + "_up_forward", s, Layout::kForward, 2 * s.F, s.H, 0});
     grouped.push_back({s.name + "_down_forward", s, Layout::kForward, s.H, s.F, 0});
+    // The layer's two weight gradients as the backward's second launch runs them (fp32 out):
+    // dW_down [H, F] over dy and a, dW_gate_up [2F, H] over dh and x.
+    grouped.push_back({s.name + "_down_weight_grad_fp32out", s, Layout::kWeightGrad, s.F, 0, s.H, Epilogue::kStoreFP32, false});
+    grouped.push_back({s.name + "_gate_up_weight_grad_fp32out", s, Layout::kWeightGrad, s.H, 0, 2 * s.F, Epilogue::kStoreFP32, false});
   }
   write_segments(grouped, counts);
   for (const auto& gc : grouped) {
@@ -367,13 +371,15 @@ int main(int argc, char** argv) {
         ->UseManualTime()
         ->Iterations(kTimedLaunches)
         ->Unit(benchmark::kMillisecond);
-    if (gc.layout != Layout::kForward) continue;
-    // CTA pairs sharing each weight panel by TMA multicast (GroupedGemm::cluster_ctas = 2).
+    if (gc.layout == Layout::kDataGrad) continue;
+    // CTA pairs sharing each B panel by TMA multicast (GroupedGemm::cluster_ctas = 2): the
+    // forward's weight rows, the weight gradient's token rows of b.
     benchmark::RegisterBenchmark(("gemm/grouped/" + gc.name + "/ours_pairs").c_str(),
                                  [gc, cnt](benchmark::State& st) { bench_grouped(st, gc, cnt, 2); })
         ->UseManualTime()
         ->Iterations(kTimedLaunches)
         ->Unit(benchmark::kMillisecond);
+    if (gc.layout != Layout::kForward) continue;
     benchmark::RegisterBenchmark(("gemm/grouped/" + gc.name + "/cublas_per_expert").c_str(),
                                  [gc, cnt](benchmark::State& st) { bench_grouped_cublas(st, gc, cnt); })
         ->UseManualTime()

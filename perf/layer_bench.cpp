@@ -37,6 +37,8 @@
 //            the name.
 //   --wgrad-launch=auto|fused|gate-up-later|second: LayerConfig::weight_grad_launch (default auto). The names
 //            do not carry it, so that A/B calls compare the same rows across settings.
+//   --wgrad-cluster=0|1|2: LayerConfig::weight_grad_cluster_ctas (default 0 = the rule; 2 = CTA
+//            pairs for the weight-gradient launches). Not in the names either.
 //   --knobs=C:R[,C:R...]: megakernel LayerConfig settings to time, comm_sms C and overlap_rows R
 //            (default 0:0); a setting other than 0:0 adds "/comm<C>-rows<R>" to the name. The
 //            knobs change speed only, never bits (D1), so this is how their effect is measured.
@@ -155,6 +157,12 @@ WeightGradLaunch& wgrad_launch() {
   return v;
 }
 
+// --wgrad-cluster=, set once from the command line (LayerConfig::weight_grad_cluster_ctas).
+int32_t& wgrad_cluster() {
+  static int32_t v = 0;
+  return v;
+}
+
 ProblemSession& session_for(const std::string& impl, const std::string& shape_name, const std::string& routing,
                             const Variant& v, uint64_t seed) {
   Current& c = current();
@@ -179,6 +187,7 @@ ProblemSession& session_for(const std::string& impl, const std::string& shape_na
   config.overlap_rows = v.knobs.second;
   config.save_h = v.save_h;
   config.weight_grad_launch = wgrad_launch();
+  config.weight_grad_cluster_ctas = wgrad_cluster();
   auto s = ProblemSession::create(impl, shape, *r, seed, std::shared_ptr<RowExchange>(std::move(*ex)), config, options,
                                   /*write_y=*/false);
   check(s.status(), "ProblemSession::create");
@@ -427,6 +436,14 @@ int main(int argc, char** argv) {
         return 2;
       }
       wgrad_launch() = w.value();
+    }
+    else if (const char* v = value("--wgrad-cluster=")) {
+      const std::string s = v;
+      if (s != "0" && s != "1" && s != "2") {
+        std::fprintf(stderr, "detmoe_perf_layer: --wgrad-cluster=%s is not one of 0 (rule), 1, 2\n", v);
+        return 2;
+      }
+      wgrad_cluster() = std::stoi(s);
     }
     else if (const char* v = value("--steps-out=")) steps_out_path() = v;
     else {

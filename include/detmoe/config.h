@@ -43,6 +43,10 @@ struct LayerConfig {
   // overflow. A smaller cap is checked against the plan before any write.
   int64_t recv_capacity_rows = 0;
   WeightGradLaunch weight_grad_launch = WeightGradLaunch::kAuto;
+  // CTAs per cluster of the routed weight gradients' GEMM-core launches (weight_grad_launch not
+  // fused): 1 = lone CTAs, 2 = CTA pairs sharing each b panel by TMA multicast, 0 = the measured
+  // rule for the shape (megakernel/host/weight_grads.h). Speed only, never bits.
+  int32_t weight_grad_cluster_ctas = 0;
   // Bound of every device spin-wait, in milliseconds, before the launch fails with kDeviceTimeout.
   int32_t spin_timeout_ms = 2000;
 };

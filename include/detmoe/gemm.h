@@ -64,10 +64,10 @@ struct GroupedGemm {
   int64_t ldh = 0;
   // CTAs of the persistent grid; 0 = one per SM. Changes speed, never bits (tests use it).
   int32_t grid_ctas = 0;
-  // 1, or 2 (kForward only): clusters of two CTAs on adjacent m-blocks of one n-block, each
-  // loading half of the shared weight panel and multicasting it to both (TMA), so each CTA pulls
-  // 32 KB instead of 48 KB per k-block from L2. The grid is rounded down to an even size. Changes
-  // speed, never bits.
+  // 1, or 2 (kForward and kWeightGrad): clusters of two CTAs on adjacent m-blocks of one n-block,
+  // each loading half of the shared B panel (forward: the weight rows; weight gradient: the token
+  // rows' 256 columns of b) and multicasting it to both (TMA), so each CTA pulls 32 KB instead of
+  // 48 KB per k-block from L2. The grid is rounded down to an even size. Changes speed, never bits.
   int32_t cluster_ctas = 1;
 };
 

@@ -47,10 +47,10 @@ DETMOE_DEVICE void run_producer(const CUtensorMap* map_a, const CUtensorMap* map
         st.advance();
       }
     } else {
-      const uint32_t bytes = Operands::pair_stage_bytes(tile, p.n);
+      const uint32_t bytes = Operands::pair_stage_bytes(tile, p.n, p.m);
       for (int32_t kb = 0; kb < tile.k_blocks; ++kb) {
         pipe.producer_acquire(st, bytes);
-        Operands::load_pair(map_a, map_b, tile, kb, p.n, rank, smem.a_stage(st.stage), smem.b_stage(st.stage),
+        Operands::load_pair(map_a, map_b, tile, kb, p.n, p.m, rank, smem.a_stage(st.stage), smem.b_stage(st.stage),
                             pipe.full + st.stage);
         st.advance();
       }

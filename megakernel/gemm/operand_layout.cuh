@@ -93,29 +93,55 @@ struct OperandLayout {
     }
   }
 
-  // CTA pairs (kForward, kCtas = 2): the pair's two m-blocks share one n-block, so each CTA
-  // loads its own A and half of B — weight rows n0 + 128·rank onward — multicast into both CTAs
-  // at the same offset. The stage then holds exactly what a lone CTA's 256-row box would put
-  // there (the 128-byte swizzle depends on the address alone), so the wgmmas and the bits are the
-  // same. A half lying wholly past the group's N rows is not loaded (as boxes_in: its bytes feed
-  // only columns that are never stored).
+  // CTA pairs (kCtas = 2): the pair's two m-blocks share one n-block, so each CTA loads its own
+  // A and half of B, multicast into both CTAs at the same offset. The stage then holds exactly
+  // what a lone CTA's loads would put there (the 128-byte swizzle depends on the address alone),
+  // so the wgmmas and the bits are the same. A half lying wholly past the N columns is not loaded
+  // (as boxes_in: its bytes feed only columns that are never stored).
+  //   kForward     B is K-major: rank r loads weight rows n0 + 128·r onward (one 128-row box).
+  //   kWeightGrad  B is MN-major, four boxes of 64 n: rank r loads boxes 2r and 2r + 1 over the
+  //                k-block's token rows; A (two boxes of 64 m) is the CTA's own.
   static constexpr int32_t kHalfN = Cfg::kBlockN / 2;
   DETMOE_DEVICE static int32_t pair_halves_in(const Tile& t, int32_t n) { return min(2, max((n - t.n0 + kHalfN - 1) / kHalfN, 0)); }
-  DETMOE_DEVICE static uint32_t pair_stage_bytes(const Tile& t, int32_t n) {
-    return (t.active ? Smem::kATileBytes : 0u) + pair_halves_in(t, n) * (Smem::kBTileBytes / 2);
+  DETMOE_DEVICE static uint32_t pair_stage_bytes(const Tile& t, int32_t n, int32_t m) {
+    static_assert(kLayout != Layout::kDataGrad, "CTA pairs share the forward's and the weight gradient's B");
+    if constexpr (kLayout == Layout::kForward) {
+      return (t.active ? Smem::kATileBytes : 0u) + pair_halves_in(t, n) * (Smem::kBTileBytes / 2);
+    } else {
+      // Every B box of the n-block lands in both CTAs (each loads its half, multicast).
+      const int32_t a_boxes = t.active ? boxes_in(t.m0, m, Cfg::kBlockM / 64) : 0;
+      return (a_boxes + boxes_in(t.n0, n, Cfg::kBlockN / 64)) * kBox;
+    }
   }
   DETMOE_DEVICE static void load_pair(const CUtensorMap* map_a, const CUtensorMap* map_b, const Tile& t, int32_t kb,
-                                      int32_t n, uint32_t rank, uint8_t* a, uint8_t* b, uint64_t* bar) {
-    static_assert(kLayout == Layout::kForward, "CTA pairs share the forward's B panel");
+                                      int32_t n, int32_t m, uint32_t rank, uint8_t* a, uint8_t* b, uint64_t* bar) {
+    static_assert(kLayout != Layout::kDataGrad, "CTA pairs share the forward's and the weight gradient's B");
     const int32_t k0 = kb * Cfg::kBlockK;
-    if (t.active) {
-      const RaggedCoords ra = ragged_coords(t.rows_begin + t.m0, t.rows_end, Cfg::kBlockM);
-      ptx::tma_load_3d(a, map_a, bar, k0, ra.y, ra.z);
-    }
-    if (static_cast<int32_t>(rank) < pair_halves_in(t, n)) {
-      const int32_t b_row = t.group * n + t.n0 + static_cast<int32_t>(rank) * kHalfN;
-      const RaggedCoords rb = ragged_coords(b_row, (t.group + 1) * n, kHalfN);
-      ptx::tma_load_3d_multicast(b + rank * (Smem::kBTileBytes / 2), map_b, bar, k0, rb.y, rb.z, 0x3);
+    if constexpr (kLayout == Layout::kForward) {
+      if (t.active) {
+        const RaggedCoords ra = ragged_coords(t.rows_begin + t.m0, t.rows_end, Cfg::kBlockM);
+        ptx::tma_load_3d(a, map_a, bar, k0, ra.y, ra.z);
+      }
+      if (static_cast<int32_t>(rank) < pair_halves_in(t, n)) {
+        const int32_t b_row = t.group * n + t.n0 + static_cast<int32_t>(rank) * kHalfN;
+        const RaggedCoords rb = ragged_coords(b_row, (t.group + 1) * n, kHalfN);
+        ptx::tma_load_3d_multicast(b + rank * (Smem::kBTileBytes / 2), map_b, bar, k0, rb.y, rb.z, 0x3);
+      }
+    } else {
+      constexpr int kHalfBoxes = Cfg::kBlockN / 64 / 2;
+      const RaggedCoords rc = ragged_coords(t.rows_begin + k0, t.rows_end, 64);
+      if (t.active) {
+        const int32_t a_boxes = boxes_in(t.m0, m, Cfg::kBlockM / 64);
+#pragma unroll
+        for (int j = 0; j < Cfg::kBlockM / 64; ++j)
+          if (j < a_boxes) ptx::tma_load_3d(a + j * kBox, map_a, bar, t.m0 + 64 * j, rc.y, rc.z);
+      }
+      const int32_t b_boxes = boxes_in(t.n0, n, Cfg::kBlockN / 64);
+#pragma unroll
+      for (int i = 0; i < kHalfBoxes; ++i) {
+        const int j = static_cast<int>(rank) * kHalfBoxes + i;
+        if (j < b_boxes) ptx::tma_load_3d_multicast(b + j * kBox, map_b, bar, t.n0 + 64 * j, rc.y, rc.z, 0x3);
+      }
     }
   }
 

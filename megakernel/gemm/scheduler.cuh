@@ -7,9 +7,10 @@
 // Producer and consumers each run their own copy of this walk and see the same tile sequence.
 // The tile → CTA assignment changes speed only: a tile's bits depend on its coordinates alone.
 //
-// kCtas = 2 (CTA pairs, kForward): the walk is over pair tiles (two m-blocks by one n-block, the
-// pair's shared B panel), dealt to clusters as tiles are to CTAs; CTA rank r of the cluster takes
-// m-block 2·j + r of pair j. In a group of odd m-block count the last pair's second m-block does
+// kCtas = 2 (CTA pairs, kForward and kWeightGrad): the walk is over pair tiles (two m-blocks by
+// one n-block, the pair's shared B panel), dealt to clusters as tiles are to CTAs; CTA rank r of
+// the cluster takes m-block 2·j + r of pair j. Both tiles of a pair have the same k-blocks (one
+// group). In a group (kWeightGrad: an M) of odd m-block count the last pair's second m-block does
 // not exist: that CTA's tile is inactive (it still loads its half of B for its peer and passes
 // every stage, but computes and stores nothing).
 #pragma once
@@ -37,7 +38,8 @@ DETMOE_DEVICE int32_t ceil_div(int32_t a, int32_t b) { return (a + b - 1) / b; }
 
 template <Layout kLayout, class Cfg, int kCtas = 1>
 class TileScheduler {
-  static_assert(kCtas == 1 || (kCtas == 2 && kLayout == Layout::kForward), "CTA pairs share the forward's B panel");
+  static_assert(kCtas == 1 || (kCtas == 2 && kLayout != Layout::kDataGrad),
+                "CTA pairs share the B panel of the forward or the weight gradient");
   static constexpr int kBandUnits = Cfg::kBandRows / kCtas > 1 ? Cfg::kBandRows / kCtas : 1;
 
  public:

@@ -177,6 +177,7 @@ Status run(const GroupedGemm& g, cudaStream_t stream) {
     case Layout::kDataGrad:
       return launch<Layout::kDataGrad, StoreEpilogue>(*maps, p, grid, stream);
     case Layout::kWeightGrad:
+      if (g.cluster_ctas == 2) return launch<Layout::kWeightGrad, StoreEpilogue, 2>(*maps, p, grid, stream);
       return launch<Layout::kWeightGrad, StoreEpilogue>(*maps, p, grid, stream);
   }
   return Status(ErrorCode::kInternal, "gemm: unreachable layout");

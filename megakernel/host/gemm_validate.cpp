@@ -86,8 +86,9 @@ Status validate(const GroupedGemm& g) {
   if (g.grid_ctas < 0) return invalid_argument("gemm: grid_ctas = " + str(g.grid_ctas) + " is negative (0 = one per SM)");
   if (g.cluster_ctas != 1 && g.cluster_ctas != 2)
     return invalid_argument("gemm: cluster_ctas = " + str(g.cluster_ctas) + " must be 1 or 2");
-  if (g.cluster_ctas == 2 && !forward)
-    return invalid_argument(std::string("gemm: cluster_ctas = 2 needs the forward layout (got ") + to_string(g.layout) + ")");
+  if (g.cluster_ctas == 2 && g.layout == Layout::kDataGrad)
+    return invalid_argument(std::string("gemm: cluster_ctas = 2 needs the forward or weight-grad layout (got ") +
+                            to_string(g.layout) + ")");
   if (swiglu && g.n % 16 != 0)
     return invalid_argument("gemm: n = " + str(g.n) + " must be a multiple of 16 for swiglu (gate/up blocks of 8)");
   // Stacked per-group operands are indexed in int32 on the device.

@@ -238,6 +238,9 @@ TEST(ConfigValidation, RejectsEachBadKnobNamingTheValue) {
   c = {};
   c.weight_grad_launch = static_cast<WeightGradLaunch>(7);
   cases.push_back({c, "weight_grad_launch = 7"});
+  c = {};
+  c.weight_grad_cluster_ctas = 3;
+  cases.push_back({c, "weight_grad_cluster_ctas = 3"});
   for (const Case& k : cases) EXPECT_MENTIONS(failure(validate(k.config, kGood)), k.text);
 }
 

@@ -128,7 +128,36 @@ TEST(GemmClusterPairs, SameBitsAsLoneCtas) {
   }
 }
 
-TEST(GemmClusterPairs, RejectsPairsOutsideTheForward) {
+// Weight-gradient pairs share the n-block's four MN-major boxes of b (two loaded by each CTA, multicast)
+// over the same token rows. M = 300 gives an odd m-block count (the last pair's second tile is
+// inactive), M = 200 a partial second m-block; N = 520 leaves rank 1's boxes of the last n-block
+// unloaded; the groups include empty ones (exact-zero tiles) and a one-row group.
+TEST(GemmClusterPairs, WeightGradSameBitsAsLoneCtas) {
+  DETMOE_REQUIRE_GPU();
+  for (int32_t m : {300, 200}) {
+    Case c = make_case(Layout::kWeightGrad, 26);
+    c.p.m = m;
+    c.a = normal_bf16(static_cast<size_t>(c.p.a_rows() * c.p.pitch_a()), 27);
+    for (Epilogue e : {Epilogue::kStoreFP32, Epilogue::kStoreBF16}) {
+      const auto outputs = [&](int32_t grid, int32_t cluster) {
+        DeviceProblem d;
+        upload_problem(c.p, c.a, c.b, e, d);
+        const Status s = run_problem(c.p, e, d, grid, true, cluster);
+        EXPECT_TRUE(s.ok()) << s.to_string();
+        return download<uint8_t>(d.c, d.c.bytes());
+      };
+      const auto lone = outputs(0, 1);
+      for (int32_t grid : {0, 66, 17, 2, 1}) {
+        const auto paired = outputs(grid, 2);
+        ASSERT_EQ(lone.size(), paired.size());
+        EXPECT_EQ(std::memcmp(lone.data(), paired.data(), lone.size()), 0)
+            << describe(c.p) << ", " << to_string(e) << ": CTA pairs on grid " << grid << " differ from lone CTAs";
+      }
+    }
+  }
+}
+
+TEST(GemmClusterPairs, RejectsPairsForTheDataGradient) {
   GroupedGemm g;
   g.layout = Layout::kDataGrad;
   g.cluster_ctas = 2;

@@ -168,7 +168,8 @@ TEST(MegakernelBackwardD1, SmCountsAndKnobsGiveIdenticalBits) {
 // and in the GEMM-core launches after it (one or both of them) are the same tiles reduced in the
 // same order, so every output keeps its bits — with empty experts, partial m-blocks and columns (F = 192, H = 256 and
 // 320), bf16 weight gradients and loopback ranks (each rank's own groups and outputs), and with
-// h recomputed (the second launch reads dh after the dSwiGLU overwrote the recomputed h).
+// h recomputed (the second launch reads dh after the dSwiGLU overwrote the recomputed h), and as
+// CTA pairs (LayerConfig::weight_grad_cluster_ctas = 2).
 TEST(MegakernelBackwardD1, WeightGradLaunchGivesIdenticalBits) {
   DETMOE_REQUIRE_GPU();
   struct Draw {
@@ -194,6 +195,11 @@ TEST(MegakernelBackwardD1, WeightGradLaunchGivesIdenticalBits) {
       c.weight_grad_launch = w;
       EXPECT_TRUE(bitwise_equal(run_megakernel_once(d.shape, r, 54, c, true), fused)) << to_string(w);
     }
+    // The second launch's GEMMs as CTA pairs sharing each b panel (LayerConfig::weight_grad_cluster_ctas).
+    c.weight_grad_launch = WeightGradLaunch::kSecondLaunch;
+    c.weight_grad_cluster_ctas = 2;
+    EXPECT_TRUE(bitwise_equal(run_megakernel_once(d.shape, r, 54, c, true), fused)) << "second launch, CTA pairs";
+    c.weight_grad_cluster_ctas = 0;
   }
 }
 

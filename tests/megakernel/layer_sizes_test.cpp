@@ -420,5 +420,15 @@ TEST(WeightGradLaunchRule, ArmsNameWhatRunsLater) {
   EXPECT_TRUE(later_weight_grads(c).down && later_weight_grads(c).gate_up);
 }
 
+// weight_grad_cluster_ctas: 0 picks the rule (lone CTAs until pairs are measured faster), 1 and 2 are kept.
+TEST(WeightGradClusterRule, ExplicitValuesAreKept) {
+  LayerConfig c;
+  EXPECT_EQ(weight_grad_cluster_ctas(c), 1);
+  c.weight_grad_cluster_ctas = 2;
+  EXPECT_EQ(weight_grad_cluster_ctas(c), 2);
+  c.weight_grad_cluster_ctas = 1;
+  EXPECT_EQ(weight_grad_cluster_ctas(c), 1);
+}
+
 }  // namespace
 }  // namespace detmoe::mk
