@@ -29,7 +29,7 @@ timeout 120 .abbin/base/detmoe_layer_test --gtest_filter='MegakernelBackwardD1.W
   >"$OUT/pairs-d1.log" 2>&1
 echo "exit $?"; grep -E '^\[  (PASSED|FAILED)|FAILED  \]|Failure' "$OUT/pairs-d1.log" | head -6
 step "weight gradients alone: lone CTAs against pairs"
-timeout 90 .abbin/gemm/detmoe_perf_gemm \
+timeout "${PAIRS_BENCH_LIMIT:-90}" .abbin/gemm/detmoe_perf_gemm \
   --benchmark_filter="${PAIRS_FILTER:-grouped/(mixtral-8x7b|deepseek-v3)_.*weight_grad_fp32out/}" \
   --benchmark_out="$OUT/gemm-wgrad-pairs.json" --benchmark_out_format=json >"$OUT/gemm-wgrad-pairs.log" 2>&1
 echo "exit $?"
