@@ -93,10 +93,35 @@ TEST_P(GemmSchedule, GroupedEqualsEachGroupAlone) {
   }
 }
 
-// CTA pairs (cluster_ctas = 2, forward only) load half of each weight panel each and multicast it
-// to both CTAs: the same stage contents and wgmmas, so the same bits as lone CTAs, for every
-// epilogue and grid. The group sizes above give groups of odd m-block count (the pair's second
-// tile is inactive) and of one row; N = 528 leaves the last n-block's second half unloaded.
+// Runs `c` with `e` as lone CTAs on the full grid, then as CTA pairs (cluster_ctas = 2) on several
+// grids, and expects the same bytes of C (and h, for swiglu) each time.
+void expect_pairs_match_lone_ctas(const Case& c, Epilogue e, const std::vector<float>& row_scale = {}) {
+  const bool with_h = e == Epilogue::kSwiGLU;
+  const auto outputs = [&](int32_t grid, int32_t cluster) {
+    DeviceProblem d;
+    upload_problem(c.p, c.a, c.b, e, d, row_scale, with_h);
+    const Status s = run_problem(c.p, e, d, grid, true, cluster);
+    EXPECT_TRUE(s.ok()) << s.to_string();
+    auto bytes = download<uint8_t>(d.c, d.c.bytes());
+    if (with_h) {
+      const auto h = download<uint8_t>(d.h, d.h.bytes());
+      bytes.insert(bytes.end(), h.begin(), h.end());
+    }
+    return bytes;
+  };
+  const auto lone = outputs(0, 1);
+  for (int32_t grid : {0, 66, 17, 2, 1}) {
+    const auto paired = outputs(grid, 2);
+    ASSERT_EQ(lone.size(), paired.size());
+    EXPECT_EQ(std::memcmp(lone.data(), paired.data(), lone.size()), 0)
+        << describe(c.p) << ", " << to_string(e) << ": CTA pairs on grid " << grid << " differ from lone CTAs";
+  }
+}
+
+// Forward pairs load half of each weight panel each and multicast it to both CTAs: the same stage
+// contents and wgmmas, so the same bits as lone CTAs, for every epilogue and grid. The group sizes
+// of make_case give groups of odd m-block count (the pair's second tile is inactive) and of one
+// row; N = 528 leaves the last n-block's second half unloaded.
 TEST(GemmClusterPairs, SameBitsAsLoneCtas) {
   DETMOE_REQUIRE_GPU();
   Case c = make_case(Layout::kForward, 24);
@@ -104,56 +129,21 @@ TEST(GemmClusterPairs, SameBitsAsLoneCtas) {
   c.b = normal_bf16(static_cast<size_t>(c.p.b_rows() * c.p.pitch_b()), 25);
   std::vector<float> scale(static_cast<size_t>(c.p.rows));
   for (size_t i = 0; i < scale.size(); ++i) scale[i] = 0.25f + 0.01f * static_cast<float>(i % 97);
-  for (Epilogue e : {Epilogue::kStoreFP32, Epilogue::kStoreBF16, Epilogue::kRowScaleBF16, Epilogue::kSwiGLU}) {
-    const bool with_h = e == Epilogue::kSwiGLU;
-    const auto outputs = [&](int32_t grid, int32_t cluster) {
-      DeviceProblem d;
-      upload_problem(c.p, c.a, c.b, e, d, e == Epilogue::kRowScaleBF16 ? scale : std::vector<float>{}, with_h);
-      const Status s = run_problem(c.p, e, d, grid, true, cluster);
-      EXPECT_TRUE(s.ok()) << s.to_string();
-      auto bytes = download<uint8_t>(d.c, d.c.bytes());
-      if (with_h) {
-        const auto h = download<uint8_t>(d.h, d.h.bytes());
-        bytes.insert(bytes.end(), h.begin(), h.end());
-      }
-      return bytes;
-    };
-    const auto lone = outputs(0, 1);
-    for (int32_t grid : {0, 66, 17, 2, 1}) {
-      const auto paired = outputs(grid, 2);
-      ASSERT_EQ(lone.size(), paired.size());
-      EXPECT_EQ(std::memcmp(lone.data(), paired.data(), lone.size()), 0)
-          << describe(c.p) << ", " << to_string(e) << ": CTA pairs on grid " << grid << " differ from lone CTAs";
-    }
-  }
+  for (Epilogue e : {Epilogue::kStoreFP32, Epilogue::kStoreBF16, Epilogue::kRowScaleBF16, Epilogue::kSwiGLU})
+    expect_pairs_match_lone_ctas(c, e, e == Epilogue::kRowScaleBF16 ? scale : std::vector<float>{});
 }
 
-// Weight-gradient pairs share the n-block's four MN-major boxes of b (two loaded by each CTA, multicast)
-// over the same token rows. M = 300 gives an odd m-block count (the last pair's second tile is
-// inactive), M = 200 a partial second m-block; N = 520 leaves rank 1's boxes of the last n-block
-// unloaded; the groups include empty ones (exact-zero tiles) and a one-row group.
+// Weight-gradient pairs share the n-block's four MN-major boxes of b (two loaded by each CTA,
+// multicast) over the same token rows. M = 300 gives an odd m-block count (the last pair's second
+// tile is inactive), M = 200 a partial second m-block; N = 520 leaves rank 1's boxes of the last
+// n-block unloaded; the groups include empty ones (exact-zero tiles) and a one-row group.
 TEST(GemmClusterPairs, WeightGradSameBitsAsLoneCtas) {
   DETMOE_REQUIRE_GPU();
   for (int32_t m : {300, 200}) {
     Case c = make_case(Layout::kWeightGrad, 26);
     c.p.m = m;
     c.a = normal_bf16(static_cast<size_t>(c.p.a_rows() * c.p.pitch_a()), 27);
-    for (Epilogue e : {Epilogue::kStoreFP32, Epilogue::kStoreBF16}) {
-      const auto outputs = [&](int32_t grid, int32_t cluster) {
-        DeviceProblem d;
-        upload_problem(c.p, c.a, c.b, e, d);
-        const Status s = run_problem(c.p, e, d, grid, true, cluster);
-        EXPECT_TRUE(s.ok()) << s.to_string();
-        return download<uint8_t>(d.c, d.c.bytes());
-      };
-      const auto lone = outputs(0, 1);
-      for (int32_t grid : {0, 66, 17, 2, 1}) {
-        const auto paired = outputs(grid, 2);
-        ASSERT_EQ(lone.size(), paired.size());
-        EXPECT_EQ(std::memcmp(lone.data(), paired.data(), lone.size()), 0)
-            << describe(c.p) << ", " << to_string(e) << ": CTA pairs on grid " << grid << " differ from lone CTAs";
-      }
-    }
+    for (Epilogue e : {Epilogue::kStoreFP32, Epilogue::kStoreBF16}) expect_pairs_match_lone_ctas(c, e);
   }
 }
 
