@@ -134,12 +134,12 @@ TEST(GemmClusterPairs, SameBitsAsLoneCtas) {
 }
 
 // Weight-gradient pairs share the n-block's four MN-major boxes of b (two loaded by each CTA,
-// multicast) over the same token rows. M = 300 gives an odd m-block count (the last pair's second
+// multicast) over the same token rows. M = 328 gives an odd m-block count (the last pair's second
 // tile is inactive), M = 200 a partial second m-block; N = 520 leaves rank 1's boxes of the last
 // n-block unloaded; the groups include empty ones (exact-zero tiles) and a one-row group.
 TEST(GemmClusterPairs, WeightGradSameBitsAsLoneCtas) {
   DETMOE_REQUIRE_GPU();
-  for (int32_t m : {300, 200}) {
+  for (int32_t m : {328, 200}) {
     Case c = make_case(Layout::kWeightGrad, 26);
     c.p.m = m;
     c.a = normal_bf16(static_cast<size_t>(c.p.a_rows() * c.p.pitch_a()), 27);
