@@ -7,6 +7,9 @@
 #   OUT=dir BUDGET_S=... [BIN=.abbin/base] [KT_SHAPES='mixtral-8x7b deepseek-v3'] [KT_IMPLS='megakernel reference']
 #     [KT_ROUTINGS='balanced zipf1'] bash ci/device-kernel-times.sh
 #   (carry .devdeps and BIN's tree; BIN holds detmoe)
+# KT_METRICS adds ncu metrics to the duration (comma-separated) and KT_ARGS other ncu arguments, e.g.
+# the weight-gradient launches' memory traffic (docs/PERF.md session 29, next step):
+#   KT_ARGS='--kernel-name regex:grouped_gemm' KT_METRICS=dram__bytes_read.sum,lts__t_sector_hit_rate.pct
 source "$(dirname "$0")/device-call.sh"
 source ci/device-env.sh
 bin=${BIN:-.abbin/base}
@@ -19,7 +22,7 @@ for shape in ${KT_SHAPES:-mixtral-8x7b deepseek-v3}; do
       [ "$(left)" -gt 40 ] || break 3
       step "ncu kernel times, $impl $shape $routing ($(left) s left)"
       f="$OUT/kt-$impl-$shape-$routing"
-      timeout $(( $(left) - 20 )) ncu --clock-control none --metrics gpu__time_duration.sum --csv --print-units base \
+      timeout $(( $(left) - 20 )) ncu --clock-control none --metrics gpu__time_duration.sum${KT_METRICS:+,$KT_METRICS} --csv --print-units base \
         ${KT_ARGS:-} "$bin/detmoe" verify --impl "$impl" --shape "$shape" --routing "$routing" --no-oracle >"$f.csv" 2>"$f.err"
       echo "ncu exit $?"; tail -n 2 "$f.err"
       python3 perf/kernel_times.py "$f.csv" --runs 2 | head -40
