@@ -9,7 +9,7 @@
 #   (carry .devdeps and BIN's tree; BIN holds detmoe)
 # KT_METRICS adds ncu metrics to the duration (comma-separated) and KT_ARGS other ncu arguments, e.g.
 # the weight-gradient launches' memory traffic (docs/PERF.md session 29, next step):
-#   KT_ARGS='--kernel-name regex:grouped_gemm' KT_METRICS=dram__bytes_read.sum,lts__t_sector_hit_rate.pct
+#   KT_ARGS='--kernel-name regex:grouped_gemm' KT_METRICS=dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sector_hit_rate.pct
 source "$(dirname "$0")/device-call.sh"
 source ci/device-env.sh
 bin=${BIN:-.abbin/base}
