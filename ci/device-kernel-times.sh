@@ -7,7 +7,8 @@
 #   OUT=dir BUDGET_S=... [BIN=.abbin/base] [KT_SHAPES='mixtral-8x7b deepseek-v3'] [KT_IMPLS='megakernel reference']
 #     [KT_ROUTINGS='balanced zipf1'] bash ci/device-kernel-times.sh
 #   (carry .devdeps and BIN's tree; BIN holds detmoe)
-# KT_METRICS adds ncu metrics to the duration (comma-separated) and KT_ARGS other ncu arguments, e.g.
+# KT_METRICS adds ncu metrics to the duration (comma-separated; listed per launch by
+# perf/kernel_times.py) and KT_ARGS other ncu arguments, e.g.
 # the weight-gradient launches' memory traffic (docs/PERF.md session 29, next step):
 #   KT_ARGS='--kernel-name regex:grouped_gemm' KT_METRICS=dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sector_hit_rate.pct
 source "$(dirname "$0")/device-call.sh"
@@ -25,7 +26,7 @@ for shape in ${KT_SHAPES:-mixtral-8x7b deepseek-v3}; do
       timeout $(( $(left) - 20 )) ncu --clock-control none --metrics gpu__time_duration.sum${KT_METRICS:+,$KT_METRICS} --csv --print-units base \
         ${KT_ARGS:-} "$bin/detmoe" verify --impl "$impl" --shape "$shape" --routing "$routing" --no-oracle >"$f.csv" 2>"$f.err"
       echo "ncu exit $?"; tail -n 2 "$f.err"
-      python3 perf/kernel_times.py "$f.csv" --runs 2 | head -40
+      python3 perf/kernel_times.py "$f.csv" --runs 2 ${KT_METRICS:+--metrics "$KT_METRICS"} | head -60
       # The call brings back 8 files at most: keep the CSVs compressed, in one bundle at the end.
       gzip -f "$f.csv"
     done

@@ -12,15 +12,6 @@ OUT=$out/kt BUDGET_S=150 BIN=.abbin/base KT_SHAPES=gpt-oss-120b KT_ROUTINGS='bal
   KT_ARGS='--kernel-name regex:grouped_gemm' \
   KT_METRICS=dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sector_hit_rate.pct,sm__throughput.avg.pct_of_peak_sustained_elapsed \
   bash ci/device-kernel-times.sh | grep -vE '^==PROF'
-for routing in balanced zipf1; do
-  f=$out/kt/kt-megakernel-gpt-oss-120b-$routing.csv.gz
-  [ -f "$f" ] || continue
-  echo "== $routing: weight-gradient launches (ncu)"
-  zcat "$f" | grep -E '^"' | python3 -c '
-import csv, sys
-for r in list(csv.reader(sys.stdin))[1:]:
-    print(" ", r[0], r[12], r[14], r[13])'
-done
 OUT=$out/ab BUDGET_S=$(( $(left) - 10 )) AB_BIN=.abbin AB_NAMES=base AB_ROUNDS=2 AB_REF=round AB_TORCH=1 \
   AB_ROUTING=balanced,zipf1 AB_BENCH_ARGS=--warmup-seconds=1 AB_ROUND_MIN=60 bash ci/device-ab-prebuilt.sh
 step done

@@ -69,10 +69,7 @@ const char* to_string(WeightGradLaunch w) {
 }
 
 StatusOr<WeightGradLaunch> parse_weight_grad_launch(std::string_view s) {
-  return parse_name(s,
-                    std::array{WeightGradLaunch::kAuto, WeightGradLaunch::kFused, WeightGradLaunch::kGateUpLater,
-                               WeightGradLaunch::kSecondLaunch},
-                    "weight_grad_launch");
+  return parse_name(s, kWeightGradLaunches, "weight_grad_launch");
 }
 
 int64_t worst_case_recv_rows(const Shape& s) { return s.P * s.T * std::min(s.k, s.experts_per_rank()); }

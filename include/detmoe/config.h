@@ -2,6 +2,7 @@
 // the precision fields, which select a different math contract.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string_view>
 
@@ -19,6 +20,8 @@ enum class WeightGradLaunch : int32_t {
                   // where its tiles fill the d_x sum's tail
   kSecondLaunch,  // both in GEMM-core launches after it (four operand stages, no staging to share)
 };
+inline constexpr std::array kWeightGradLaunches{WeightGradLaunch::kAuto, WeightGradLaunch::kFused,
+                                                WeightGradLaunch::kGateUpLater, WeightGradLaunch::kSecondLaunch};
 const char* to_string(WeightGradLaunch w);  // auto | fused | gate-up-later | second
 StatusOr<WeightGradLaunch> parse_weight_grad_launch(std::string_view s);  // to_string's names
 

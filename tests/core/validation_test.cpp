@@ -244,8 +244,7 @@ TEST(ConfigValidation, RejectsEachBadKnobNamingTheValue) {
 // The knob's names (bench flags, fuzz log) parse back to the value whose to_string they are; a bad
 // one is refused with the text and the allowed names.
 TEST(ConfigValidation, WeightGradLaunchNamesRoundTrip) {
-  for (WeightGradLaunch w : {WeightGradLaunch::kAuto, WeightGradLaunch::kFused, WeightGradLaunch::kGateUpLater,
-                             WeightGradLaunch::kSecondLaunch}) {
+  for (WeightGradLaunch w : kWeightGradLaunches) {
     const StatusOr<WeightGradLaunch> back = parse_weight_grad_launch(to_string(w));
     ASSERT_TRUE(back.ok()) << to_string(w);
     EXPECT_EQ(back.value(), w);
