@@ -89,6 +89,9 @@ Status validate(const LayerConfig& c, const Shape& s) {
       w < static_cast<int32_t>(WeightGradLaunch::kAuto) || w > static_cast<int32_t>(WeightGradLaunch::kSecondLaunch))
     return invalid_argument(fmt::format(
         "weight_grad_launch = {} is not one of auto (0), fused (1), gate-up-later (2), second launch (3)", w));
+  if (c.weight_grad_consumer_lead < -1 || c.weight_grad_consumer_lead > 4)
+    return invalid_argument(fmt::format("weight_grad_consumer_lead = {} is not -1 (the rule) or a lead of 0 … 4 k-blocks",
+                                        c.weight_grad_consumer_lead));
   if (c.spin_timeout_ms <= 0) return invalid_argument(fmt::format("spin_timeout_ms = {} must be > 0", c.spin_timeout_ms));
   return Status::Ok();
 }

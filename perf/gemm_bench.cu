@@ -228,7 +228,8 @@ struct GroupedCase {
   bool baseline = true;  // also timed by gemm_grouped_torch.py (which only writes bf16)
 };
 
-void bench_grouped(benchmark::State& state, const GroupedCase& gc, const std::vector<int32_t>& counts) {
+void bench_grouped(benchmark::State& state, const GroupedCase& gc, const std::vector<int32_t>& counts,
+                   int32_t consumer_lead = 0) {
   const int64_t groups = static_cast<int64_t>(counts.size());
   std::vector<int32_t> offsets{0};
   for (int32_t c : counts) offsets.push_back(offsets.back() + c);
@@ -255,6 +256,7 @@ void bench_grouped(benchmark::State& state, const GroupedCase& gc, const std::ve
   g.a = a.p;
   g.b = b.p;
   g.c = c.p;
+  g.consumer_lead = consumer_lead;
   time_gemm_core(state, flops, g);
   state.counters["rows"] = static_cast<double>(rows);
 }
@@ -356,6 +358,9 @@ int main(int argc, char** argv) {
     counts[s.name] = balanced_counts(s);
     grouped.push_back({s.name + "_up_forward", s, Layout::kForward, 2 * s.F, s.H, 0});
     grouped.push_back({s.name + "_down_forward", s, Layout::kForward, s.H, s.F, 0});
+    // The layer's dW_down as its second launch runs it (fp32 out): gpt-oss's 512-row experts make
+    // the epilogue ≈ 40 % of each tile, which a consumer lead overlaps (docs/PERF.md session 30).
+    grouped.push_back({s.name + "_down_weight_grad_fp32out", s, Layout::kWeightGrad, s.F, 0, s.H, Epilogue::kStoreFP32, false});
   }
   write_segments(grouped, counts);
   for (const auto& gc : grouped) {
@@ -365,6 +370,15 @@ int main(int argc, char** argv) {
         ->UseManualTime()
         ->Iterations(kTimedLaunches)
         ->Unit(benchmark::kMillisecond);
+    // Weight gradients also with consumer leads of 2 and 4 k-blocks (GroupedGemm::consumer_lead).
+    for (int32_t lead : {2, 4}) {
+      if (gc.layout != Layout::kWeightGrad) break;
+      benchmark::RegisterBenchmark(("gemm/grouped/" + gc.name + "/ours_lead" + std::to_string(lead)).c_str(),
+                                   [gc, cnt, lead](benchmark::State& st) { bench_grouped(st, gc, cnt, lead); })
+          ->UseManualTime()
+          ->Iterations(kTimedLaunches)
+          ->Unit(benchmark::kMillisecond);
+    }
     if (gc.layout != Layout::kForward) continue;
     benchmark::RegisterBenchmark(("gemm/grouped/" + gc.name + "/cublas_per_expert").c_str(),
                                  [gc, cnt](benchmark::State& st) { bench_grouped_cublas(st, gc, cnt); })

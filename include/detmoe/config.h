@@ -46,6 +46,11 @@ struct LayerConfig {
   // overflow. A smaller cap is checked against the plan before any write.
   int64_t recv_capacity_rows = 0;
   WeightGradLaunch weight_grad_launch = WeightGradLaunch::kAuto;
+  // k-blocks that one consumer warpgroup of the weight-gradient GEMM-core launches starts ahead of
+  // the other (gemm::GroupedGemm::consumer_lead, 0 … 4; weight_grad_launch not fused), so that one's
+  // fp32 stores overlap the other's mainloop; -1 = the measured rule (megakernel/host/weight_grads.h).
+  // Speed only, never bits.
+  int32_t weight_grad_consumer_lead = -1;
   // Bound of every device spin-wait, in milliseconds, before the launch fails with kDeviceTimeout.
   int32_t spin_timeout_ms = 2000;
 };

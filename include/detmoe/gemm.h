@@ -64,7 +64,15 @@ struct GroupedGemm {
   int64_t ldh = 0;
   // CTAs of the persistent grid; 0 = one per SM. Changes speed, never bits (tests use it).
   int32_t grid_ctas = 0;
+  // k-blocks that consumer warpgroup 0 (rows 0-63 of each tile) starts ahead of warpgroup 1, 0 … 4
+  // (the stage count): 0 runs them in lockstep; with a lead, one warpgroup's epilogue stores overlap
+  // the other's mainloop. Changes speed, never bits.
+  int32_t consumer_lead = 0;
 };
+
+// The largest GroupedGemm::consumer_lead: the stages of the ring (a lead needs the leader's
+// first k-blocks loaded before the other warpgroup frees any stage).
+inline constexpr int32_t kMaxConsumerLead = 4;
 
 // Block shape and pipeline depth of one launch: a pure function of (layout, n, k), never of
 // the device or the group sizes, so a problem always runs the same tiles.

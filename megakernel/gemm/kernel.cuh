@@ -56,9 +56,13 @@ DETMOE_DEVICE void run_producer(const CUtensorMap* map_a, const CUtensorMap* map
 // pass every stage in step. `fence()` applies ptx::fence_accumulators to the accumulator
 // registers the wgmmas write (the compiler must not move their reads or writes across the wgmma
 // fences and waits).
-template <class Cfg, class Fence, class Issue>
+struct NoStageHook {
+  DETMOE_DEVICE void operator()(int32_t) const {}
+};
+
+template <class Cfg, class Fence, class Issue, class AfterStage = NoStageHook>
 DETMOE_DEVICE void consume_stages(int32_t k_blocks, const Pipeline<Cfg>& pipe, PipelineState<Cfg::kStages>& st,
-                                  Fence&& fence, Issue&& issue) {
+                                  Fence&& fence, Issue&& issue, AfterStage&& after_stage = AfterStage{}) {
   if (k_blocks > 0) {
     int32_t previous_stage = 0;
     for (int32_t kb = 0; kb < k_blocks; ++kb) {
@@ -73,6 +77,7 @@ DETMOE_DEVICE void consume_stages(int32_t k_blocks, const Pipeline<Cfg>& pipe, P
       if (kb > 0) pipe.consumer_release(previous_stage);
       previous_stage = st.stage;
       st.advance();
+      after_stage(kb);
     }
     ptx::wgmma_wait_group<0>();
     fence();
@@ -84,9 +89,10 @@ DETMOE_DEVICE void consume_stages(int32_t k_blocks, const Pipeline<Cfg>& pipe, P
 // verbatim by the GEMM kernel and the fused layer kernel (full tiles), so both run the same
 // instruction sequence and a tile's bits depend only on its operands. k_blocks = 0 leaves acc
 // untouched.
-template <class Operands, class Cfg>
+template <class Operands, class Cfg, class AfterStage = NoStageHook>
 DETMOE_DEVICE void consume_k_blocks(int wg, int32_t k_blocks, const SmemLayout<Cfg>& smem, const Pipeline<Cfg>& pipe,
-                                    PipelineState<Cfg::kStages>& st, float (&acc)[Cfg::kAccumulators]) {
+                                    PipelineState<Cfg::kStages>& st, float (&acc)[Cfg::kAccumulators],
+                                    AfterStage&& after_stage = AfterStage{}) {
   consume_stages<Cfg>(
       k_blocks, pipe, st, [&] { ptx::fence_accumulators(acc); },
       [&](int32_t stage, bool first) {
@@ -98,8 +104,12 @@ DETMOE_DEVICE void consume_k_blocks(int wg, int32_t k_blocks, const SmemLayout<C
               acc, ptx::desc_advance(desc_a, kk * Operands::kKStepA),
               ptx::desc_advance(desc_b, kk * Operands::kKStepB), (!first || kk > 0) ? 1u : 0u);
         }
-      });
+      },
+      after_stage);
 }
+
+// Named barrier ids: 0 is __syncthreads, 1 and 2 the consumer warpgroups' slab stores.
+inline constexpr uint32_t kLeadBarrier = 3;
 
 template <Layout kLayout, class Epi, class Cfg>
 DETMOE_DEVICE void run_consumer(int wg, const CUtensorMap* map_c, const CUtensorMap* map_h, const KernelParams& p,
@@ -116,8 +126,30 @@ DETMOE_DEVICE void run_consumer(int wg, const CUtensorMap* map_c, const CUtensor
   PipelineState<Cfg::kStages> st;
   float acc[Cfg::kAccumulators];
   Tile tile;
+  // The consumer lead (KernelParams::consumer_lead, 0 … kStages): warpgroup 1 starts its first
+  // tile only once warpgroup 0 has issued that tile's first `lead` k-blocks. From then on the
+  // leader reaches each epilogue first, and the other's mainloop tail runs alone on the tensor
+  // cores while the leader stores; the leader's next mainloop then runs while the other stores
+  // (at most kStages k-blocks ahead: the ring needs both warpgroups to free a stage). Timing
+  // only: each warpgroup issues the same wgmmas on the same stages, so the bits do not change.
+  const int32_t lead = p.consumer_lead;
+  bool first_tile = true;
   while (scheduler.next(tile)) {
-    consume_k_blocks<Operands, Cfg>(wg, tile.k_blocks, smem, pipe, st, acc);
+    if (first_tile && lead > 0) {
+      const int32_t signal_kb = min(lead, tile.k_blocks) - 1;  // -1: a tile with no k-block signals at once
+      if (wg == 0) {
+        if (signal_kb < 0) ptx::named_barrier_arrive(kLeadBarrier, 256);
+        consume_k_blocks<Operands, Cfg>(wg, tile.k_blocks, smem, pipe, st, acc, [&](int32_t kb) {
+          if (kb == signal_kb) ptx::named_barrier_arrive(kLeadBarrier, 256);
+        });
+      } else {
+        ptx::named_barrier_sync(kLeadBarrier, 256);
+        consume_k_blocks<Operands, Cfg>(wg, tile.k_blocks, smem, pipe, st, acc);
+      }
+    } else {
+      consume_k_blocks<Operands, Cfg>(wg, tile.k_blocks, smem, pipe, st, acc);
+    }
+    first_tile = false;
     EpilogueTile et;
     if constexpr (kLayout == Layout::kWeightGrad) {
       et.row = tile.group * p.m + tile.m0 + wg * Cfg::kWarpgroupRows;

@@ -17,6 +17,7 @@ struct KernelParams {
   int32_t out_cols;        // columns of C (N, or N/2 after SwiGLU)
   const float* row_scale;  // kRowScaleBF16
   int32_t store_h;         // kSwiGLU: also store the bf16 pre-activation
+  int32_t consumer_lead;   // k-blocks consumer warpgroup 0 starts ahead of 1 (0: lockstep); speed only
 };
 
 }  // namespace detmoe::gemm

@@ -132,6 +132,8 @@ Status run(const GroupedGemm& g, cudaStream_t stream) {
   p.out_cols = static_cast<int32_t>(g.epilogue == Epilogue::kSwiGLU ? g.n / 2 : g.n);
   p.row_scale = g.row_scale;
   p.store_h = g.epilogue == Epilogue::kSwiGLU && g.h != nullptr ? 1 : 0;
+  p.consumer_lead = g.consumer_lead;
+  static_assert(kMaxConsumerLead <= Cfg::kStages, "a lead beyond the ring's stages would deadlock");
   const int grid = g.grid_ctas > 0 ? g.grid_ctas : info->sms;
 
   switch (g.layout) {

@@ -39,11 +39,14 @@ struct LaterWeightGrads {
 // and 27).
 LaterWeightGrads later_weight_grads(const LayerConfig& config);
 
+// LayerConfig::weight_grad_consumer_lead resolved (-1: the measured rule): 0 … 4.
+int weight_grad_consumer_lead(const LayerConfig& config);
+
 // Every rank's routed dW_down and/or dW_gate_up (`which`; fp32 or bf16) from ws.dy, ws.act, ws.dh
-// and ws.recv, on `grid` CTAs (0: one per SM; speed only). Needs rank_group_offsets() earlier on
-// `stream`.
+// and ws.recv, on `grid` CTAs (0: one per SM) with consumer lead `lead` (gemm::GroupedGemm; both
+// speed only). Needs rank_group_offsets() earlier on `stream`.
 Status routed_weight_grads(const Shape& shape, int64_t capacity, const Workspace& ws,
                            std::span<const DeviceGradOutputs> outputs, bool fp32, LaterWeightGrads which, int grid,
-                           cudaStream_t stream);
+                           int lead, cudaStream_t stream);
 
 }  // namespace detmoe::mk

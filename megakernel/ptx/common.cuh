@@ -33,6 +33,13 @@ DETMOE_DEVICE void named_barrier_sync(uint32_t id, uint32_t threads) {
   asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
 }
 
+// The producing half of a named barrier: counts this warp's threads toward `threads` and goes
+// on without waiting; the barrier completes when the threads that bar.sync it have arrived too.
+DETMOE_DEVICE void named_barrier_arrive(uint32_t id, uint32_t threads) {
+  __syncwarp();
+  asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+
 // Named barrier that also ANDs a predicate over its `threads` threads: every thread gets the
 // result, so one thread's decision reaches the others without a shared-memory flag (racecheck
 // reported such a flag, written before bar.sync and read after it, as a RAW hazard).

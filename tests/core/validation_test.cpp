@@ -238,6 +238,12 @@ TEST(ConfigValidation, RejectsEachBadKnobNamingTheValue) {
   c = {};
   c.weight_grad_launch = static_cast<WeightGradLaunch>(7);
   cases.push_back({c, "weight_grad_launch = 7"});
+  c = {};
+  c.weight_grad_consumer_lead = 5;
+  cases.push_back({c, "weight_grad_consumer_lead = 5"});
+  c = {};
+  c.weight_grad_consumer_lead = -2;
+  cases.push_back({c, "weight_grad_consumer_lead = -2"});
   for (const Case& k : cases) EXPECT_MENTIONS(failure(validate(k.config, kGood)), k.text);
 }
 

@@ -29,10 +29,10 @@ Case make_case(Layout layout, uint64_t seed) {
   return c;
 }
 
-std::vector<uint8_t> run_bytes(const Case& c, Epilogue e, int32_t grid) {
+std::vector<uint8_t> run_bytes(const Case& c, Epilogue e, int32_t grid, int32_t consumer_lead = 0) {
   DeviceProblem d;
   upload_problem(c.p, c.a, c.b, e, d);
-  const Status s = run_problem(c.p, e, d, grid);
+  const Status s = run_problem(c.p, e, d, grid, /*use_offsets=*/true, consumer_lead);
   EXPECT_TRUE(s.ok()) << s.to_string();
   return download<uint8_t>(d.c, d.c.bytes());
 }
@@ -49,6 +49,27 @@ TEST_P(GemmSchedule, GridSizeDoesNotChangeBits) {
       ASSERT_EQ(full.size(), other.size());
       EXPECT_EQ(std::memcmp(full.data(), other.data(), full.size()), 0)
           << describe(c.p) << ", " << to_string(e) << ": grid " << grid << " differs from grid 132";
+    }
+  }
+}
+
+// A consumer lead (one warpgroup starting k-blocks ahead of the other) changes timing only. The
+// weight-gradient case's CTAs start on tiles of 0, 1, 2, 5, 9 and 16 k-blocks (the lead's signal
+// at once, at the tile's end and inside it; forward and data-grad tiles have 5), and grids down to
+// one CTA walk every group's tiles with the lead.
+TEST_P(GemmSchedule, ConsumerLeadDoesNotChangeBits) {
+  DETMOE_REQUIRE_GPU();
+  const Case c = make_case(GetParam(), 24);
+  for (Epilogue e : {Epilogue::kStoreFP32, Epilogue::kStoreBF16}) {
+    const auto lockstep = run_bytes(c, e, 132);
+    for (int32_t lead = 1; lead <= kMaxConsumerLead; ++lead) {
+      for (int32_t grid : {132, 17, 1}) {
+        const auto led = run_bytes(c, e, grid, lead);
+        ASSERT_EQ(lockstep.size(), led.size());
+        EXPECT_EQ(std::memcmp(lockstep.data(), led.data(), lockstep.size()), 0)
+            << describe(c.p) << ", " << to_string(e) << ": lead " << lead << " on grid " << grid
+            << " differs from lockstep";
+      }
     }
   }
 }

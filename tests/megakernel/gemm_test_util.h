@@ -97,7 +97,7 @@ struct DeviceProblem {
 // Runs `p` with `epilogue` on freshly NaN-poisoned outputs. `out_cols` columns of C
 // (n, or n/2 for swiglu) with pitch p.ldc (0 = out_cols). Returns the run's Status.
 Status run_problem(const Problem& p, Epilogue epilogue, DeviceProblem& d, int32_t grid_ctas = 0,
-                   bool use_offsets = true);
+                   bool use_offsets = true, int32_t consumer_lead = 0);
 
 // Uploads inputs into d (a, b, offsets) and allocates C (and h / scale when asked).
 void upload_problem(const Problem& p, const std::vector<uint16_t>& a, const std::vector<uint16_t>& b, Epilogue epilogue,

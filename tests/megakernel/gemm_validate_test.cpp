@@ -41,6 +41,17 @@ TEST(GemmValidate, NamesNegativeSizes) {
   expect_invalid(g, "n = -1");
 }
 
+// A lead beyond the ring's stages would wait for a stage the other warpgroup never frees.
+TEST(GemmValidate, NamesAConsumerLeadOutsideTheRing) {
+  GroupedGemm g = valid_forward();
+  g.consumer_lead = kMaxConsumerLead + 1;
+  expect_invalid(g, "consumer_lead = 5 must be in [0, 4]");
+  g.consumer_lead = -1;
+  expect_invalid(g, "consumer_lead = -1");
+  g.consumer_lead = kMaxConsumerLead;
+  EXPECT_TRUE(validate(g).ok());
+}
+
 TEST(GemmValidate, GroupsNeedOffsets) {
   GroupedGemm g = valid_forward();
   g.groups = 4;

@@ -194,6 +194,13 @@ TEST(MegakernelBackwardD1, WeightGradLaunchGivesIdenticalBits) {
       c.weight_grad_launch = w;
       EXPECT_TRUE(bitwise_equal(run_megakernel_once(d.shape, r, 54, c, true), fused)) << to_string(w);
     }
+    // The second launch with its consumer warpgroups out of step (a lead of 1, 3 or 4 k-blocks).
+    c.weight_grad_launch = WeightGradLaunch::kSecondLaunch;
+    for (int32_t lead : {1, 3, 4}) {
+      c.weight_grad_consumer_lead = lead;
+      EXPECT_TRUE(bitwise_equal(run_megakernel_once(d.shape, r, 54, c, true), fused)) << "consumer lead " << lead;
+    }
+    c.weight_grad_consumer_lead = -1;
   }
 }
 
