@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
-# Session 30's call (docs/PERF.md session 30): the consumer lead of the GEMM core's weight-gradient
-# launches (branch wg-lead: warpgroup 0 starts k-blocks ahead of warpgroup 1, so one's fp32 stores
-# overlap the other's mainloop), with binaries built on the CPU machine:
-#   ci/ab-rev-trees.sh .abbin lead=wg-lead
-#   ci/ab-knob-trees.sh /tmp/detmoe-ab/lead/build .abbin lead 'l0=--wgrad-lead=0' 'l2=--wgrad-lead=2'
+# Session 30's call (docs/PERF.md session 30): consumer leads — consumer warpgroup 0 starts k-blocks
+# ahead of warpgroup 1, so one's epilogue overlaps the other's mainloop — in the GEMM core's
+# weight-gradient launches (branch wg-lead) and in the fused forward and backward kernels (branch
+# fused-lead, on wg-lead), with binaries built on the CPU machine:
+#   ci/ab-knob-trees.sh build .abbin flead 'wlead=--lead=0' 'l0=--lead=0 --wgrad-lead=0'   (build = fused-lead)
+#   ci/ab-rev-trees.sh .abbin base=main
 #   mkdir -p .abbin/gemm && cp build/tests/megakernel/detmoe_gemm_test build/perf/detmoe_perf_gemm .abbin/gemm/ && strip .abbin/gemm/*
 #   OUT=dir BUDGET_S=580 bash ci/device-session30.sh        (carry .devdeps .abbin)
 # 1. the GEMM core's schedule tests with the new lead test, and memcheck + racecheck of it;
-# 2. the backward's D1 arms incl. leads 1, 3, 4 (layer level, all four weight-gradient launches);
-# 3. the weight gradients alone: lockstep against leads 2 and 4 (GEMM core, fp32 out, balanced);
-# 4. ci/device-ab-prebuilt.sh over lead (the rule: 4) / l0 (lockstep = main) / l2, tests,
-#    sanitizers and golden on `lead`, the reference in every round, torch after if time is left.
+# 2. the weight gradients alone: lockstep against leads 2 and 4 (GEMM core, fp32 out, balanced);
+# 3. ci/device-ab-prebuilt.sh over flead (both leads, the branch's rules: fused 3, weight gradients 4)
+#    / wlead (weight gradients only) / l0 (both in lockstep) / base (main): tests, sanitizers and
+#    golden on flead (the megakernel tests include the D1 arms with leads), the reference in every round, torch after if time is left.
 source "$(dirname "$0")/device-call.sh"
 source ci/device-env.sh
 out=$OUT
@@ -25,10 +26,6 @@ for tool in memcheck racecheck; do
     --gtest_filter='*GemmSchedule.ConsumerLeadDoesNotChangeBits/WeightGrad' >"$OUT/lead-$tool.log" 2>&1
   echo "$tool exit $?"; grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|PASSED|FAILED' "$OUT/lead-$tool.log" | head -3
 done
-step "backward D1 arms incl. leads"
-timeout 120 .abbin/lead/detmoe_layer_test --gtest_filter='MegakernelBackwardD1.WeightGradLaunchGivesIdenticalBits' \
-  >"$OUT/lead-d1.log" 2>&1
-echo "exit $?"; grep -E '^\[  (PASSED|FAILED)|FAILED  \]|Failure' "$OUT/lead-d1.log" | head -6
 step "weight gradients alone: lockstep against leads 2 and 4"
 timeout "${LEAD_BENCH_LIMIT:-100}" .abbin/gemm/detmoe_perf_gemm --benchmark_filter='grouped/.*weight_grad_fp32out/' \
   --benchmark_out="$OUT/gemm-wgrad-lead.json" --benchmark_out_format=json >"$OUT/gemm-wgrad-lead.log" 2>&1
@@ -44,6 +41,6 @@ for case, r in rows.items():
     print("%-40s lockstep %7.3f  lead2 %7.3f  lead4 %7.3f  lockstep/lead4 %.3f" % (
         case, base, r.get("ours_lead2", 0), r.get("ours_lead4", 0), base / r["ours_lead4"] if r.get("ours_lead4") else 0))
 PY
-OUT=$out/ab BUDGET_S=$(( $(left) - 10 )) AB_BIN=.abbin AB_NAMES="${AB_NAMES:-lead l0 l2}" AB_ROUNDS=2 AB_REF=round \
+OUT=$out/ab BUDGET_S=$(( $(left) - 10 )) AB_BIN=.abbin AB_NAMES="${AB_NAMES:-flead wlead l0 base}" AB_ROUNDS=2 AB_REF=round \
   AB_TORCH=1 AB_ROUTING=balanced,zipf1 AB_BENCH_ARGS=--warmup-seconds=1 AB_ROUND_MIN=60 bash ci/device-ab-prebuilt.sh
 step done

@@ -92,6 +92,8 @@ Status validate(const LayerConfig& c, const Shape& s) {
   if (c.weight_grad_consumer_lead < -1 || c.weight_grad_consumer_lead > 4)
     return invalid_argument(fmt::format("weight_grad_consumer_lead = {} is not -1 (the rule) or a lead of 0 … 4 k-blocks",
                                         c.weight_grad_consumer_lead));
+  if (c.consumer_lead < -1 || c.consumer_lead > 3)
+    return invalid_argument(fmt::format("consumer_lead = {} is not -1 (the rule) or a lead of 0 … 3 k-blocks", c.consumer_lead));
   if (c.spin_timeout_ms <= 0) return invalid_argument(fmt::format("spin_timeout_ms = {} must be > 0", c.spin_timeout_ms));
   return Status::Ok();
 }

@@ -39,6 +39,8 @@
 //            do not carry it, so that A/B calls compare the same rows across settings.
 //   --wgrad-lead=-1|0|1|2|3|4: LayerConfig::weight_grad_consumer_lead (default -1 = the rule). Not in
 //            the names either.
+//   --lead=-1|0|1|2|3: LayerConfig::consumer_lead, the fused kernels' (default -1 = the rule). Not in
+//            the names either.
 //   --knobs=C:R[,C:R...]: megakernel LayerConfig settings to time, comm_sms C and overlap_rows R
 //            (default 0:0); a setting other than 0:0 adds "/comm<C>-rows<R>" to the name. The
 //            knobs change speed only, never bits (D1), so this is how their effect is measured.
@@ -163,6 +165,12 @@ int32_t& wgrad_lead() {
   return v;
 }
 
+// --lead=, set once from the command line (LayerConfig::consumer_lead).
+int32_t& fused_lead() {
+  static int32_t v = -1;
+  return v;
+}
+
 ProblemSession& session_for(const std::string& impl, const std::string& shape_name, const std::string& routing,
                             const Variant& v, uint64_t seed) {
   Current& c = current();
@@ -188,6 +196,7 @@ ProblemSession& session_for(const std::string& impl, const std::string& shape_na
   config.save_h = v.save_h;
   config.weight_grad_launch = wgrad_launch();
   config.weight_grad_consumer_lead = wgrad_lead();
+  config.consumer_lead = fused_lead();
   auto s = ProblemSession::create(impl, shape, *r, seed, std::shared_ptr<RowExchange>(std::move(*ex)), config, options,
                                   /*write_y=*/false);
   check(s.status(), "ProblemSession::create");
@@ -444,6 +453,14 @@ int main(int argc, char** argv) {
         return 2;
       }
       wgrad_lead() = std::stoi(s);
+    }
+    else if (const char* v = value("--lead=")) {
+      const std::string s = v;
+      if (s != "-1" && (s.size() != 1 || s[0] < '0' || s[0] > '3')) {
+        std::fprintf(stderr, "detmoe_perf_layer: --lead=%s is not -1 (rule) or 0 … 3\n", v);
+        return 2;
+      }
+      fused_lead() = std::stoi(s);
     }
     else if (const char* v = value("--steps-out=")) steps_out_path() = v;
     else {

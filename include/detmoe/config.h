@@ -51,6 +51,9 @@ struct LayerConfig {
   // fp32 stores overlap the other's mainloop; -1 = the measured rule (megakernel/host/weight_grads.h).
   // Speed only, never bits.
   int32_t weight_grad_consumer_lead = -1;
+  // The same for the fused forward and backward kernels' GEMM tiles, 0 … 3 (their ring has three
+  // stages); -1 = the measured rule (megakernel/host/layer_sizes.h). Speed only, never bits.
+  int32_t consumer_lead = -1;
   // Bound of every device spin-wait, in milliseconds, before the launch fails with kDeviceTimeout.
   int32_t spin_timeout_ms = 2000;
 };

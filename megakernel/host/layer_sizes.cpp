@@ -92,6 +92,13 @@ int32_t forward_band_mblocks(const LayerConfig& config) {
   return config.overlap_rows <= 0 ? kDefaultForwardBandMBlocks : band_mblocks(config);
 }
 
+int32_t fused_consumer_lead(const LayerConfig& config) {
+  if (config.consumer_lead >= 0) return config.consumer_lead;
+  // The ring's three stages: being measured against lockstep (0) on the named shapes (docs/PERF.md
+  // session 30).
+  return 3;
+}
+
 int32_t comm_ctas_per_rank(const LayerConfig& config, int64_t P) {
   if (config.comm_sms <= 0 || P <= 0) return 0;
   return static_cast<int32_t>(div_up(config.comm_sms, P));

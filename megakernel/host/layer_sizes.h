@@ -52,6 +52,9 @@ StatusOr<LayerSizes> layer_sizes(const Shape& shape, const LayerConfig& config, 
 // (kDefaultForwardBandMBlocks forward, kDefaultBandMBlocks backward).
 int32_t band_mblocks(const LayerConfig& config);
 int32_t forward_band_mblocks(const LayerConfig& config);
+// k-blocks consumer warpgroup 0 of the fused kernels starts ahead of warpgroup 1
+// (LayerConfig::consumer_lead; -1: the measured rule), 0 … 3 (layer/consumer_lead.cuh).
+int32_t fused_consumer_lead(const LayerConfig& config);
 // CTAs each rank slice asks for data movement: ⌈comm_sms / P⌉ (0: none). The device keeps at
 // least one GEMM CTA per slice: comm_ctas_in_slice (layer_params.h).
 int32_t comm_ctas_per_rank(const LayerConfig& config, int64_t P);

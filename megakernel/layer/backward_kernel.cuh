@@ -135,6 +135,7 @@ DETMOE_DEVICE void run_bwd_consumer(const BackwardParams& bp, const LaunchContex
   ExpertWalker walker(p, role.rank);
   LayerSlabs out(smem.staging(wg, 0), /*barrier_id=*/1 + wg, issuer);
   EpilogueHandoff handoff(copies, smem, wg);
+  ConsumerLead lead(p.consumer_lead, wg);
   Stage st;
   uint32_t table_phase = 0;  // row tables read
   // Deferred signals, as the forward's (forward_kernel.cuh): a tile's signal is sent after the
@@ -168,7 +169,7 @@ DETMOE_DEVICE void run_bwd_consumer(const BackwardParams& bp, const LaunchContex
       float acc[Cfg::kAccumulators];
 #pragma unroll
       for (int r = 0; r < Cfg::kAccumulators; ++r) acc[r] = 0.0f;
-      consume_bwd_tile(wg, g.tile, smem, pipe, st, acc);
+      consume_bwd_tile(wg, g.tile, smem, pipe, st, acc, lead);
       gemm::EpilogueTile et;
       et.row = g.c_row + wg * Cfg::kWarpgroupRows;
       et.row_end = g.c_end;

@@ -18,6 +18,7 @@
 #include "megakernel/gemm/kernel.cuh"
 #include "megakernel/gemm/operand_layout.cuh"
 #include "megakernel/gemm/swiglu_batch.cuh"
+#include "megakernel/layer/consumer_lead.cuh"
 #include "megakernel/layer/tile_mainloop.cuh"
 #include "megakernel/ptx/stmatrix.cuh"
 #include "megakernel/ptx/tma.cuh"
@@ -130,11 +131,13 @@ DETMOE_DEVICE void produce_bwd_tile(const BwdTile& t, const Smem& smem, const Pi
 
 // Consumer warpgroup: the tile's mainloop in its operand form.
 DETMOE_DEVICE void consume_bwd_tile(int wg, const BwdTile& t, const Smem& smem, const Pipe& pipe, Stage& st,
-                                    float (&acc)[Cfg::kAccumulators]) {
+                                    float (&acc)[Cfg::kAccumulators], ConsumerLead& lead) {
+  const int32_t signal_kb = lead.begin_tile(t.k_blocks);
+  const auto after_stage = [&](int32_t kb) { ConsumerLead::after_stage(kb, signal_kb); };
   if (t.weight_grad) {
-    gemm::consume_k_blocks<WeightGradOperands, Cfg>(wg, t.k_blocks, smem, pipe, st, acc);
+    gemm::consume_k_blocks<WeightGradOperands, Cfg>(wg, t.k_blocks, smem, pipe, st, acc, after_stage);
   } else {
-    gemm::consume_k_blocks<DataGradOperands, Cfg>(wg, t.k_blocks, smem, pipe, st, acc);
+    gemm::consume_k_blocks<DataGradOperands, Cfg>(wg, t.k_blocks, smem, pipe, st, acc, after_stage);
   }
 }
 

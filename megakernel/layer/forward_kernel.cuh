@@ -113,6 +113,7 @@ DETMOE_DEVICE void run_consumer_tasks(const LayerParams& p, const LaunchContext&
   LayerSlabs out(smem.staging(wg, 0), /*barrier_id=*/1 + wg, issuer);
   uint8_t* staging = smem.staging(0, 0);  // place_and_dispatch's scratch; slabs are idle between tiles
   EpilogueHandoff handoff(copies, smem, wg);
+  ConsumerLead lead(p.consumer_lead, wg);
   Stage st;
   uint32_t table_phase = 0;  // row tables read
   // A slab-store tile's signal (the shared expert's GEMM2, or a warpgroup that handed no job
@@ -158,7 +159,7 @@ DETMOE_DEVICE void run_consumer_tasks(const LayerParams& p, const LaunchContext&
 #pragma unroll
         for (int r = 0; r < Cfg::kAccumulators; ++r) acc[r] = 0.0f;
         const bool owes = consume_tile(wg, *described, described->done, p, ctx, smem, pipe, st, out, handoff, table,
-                                       table_phase, acc, flush);
+                                       table_phase, acc, lead, flush);
         pending_phase = task.phase;
         pending = owes ? described->done : nullptr;
         break;

@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "megakernel/gemm/epilogue.cuh"
+#include "megakernel/layer/consumer_lead.cuh"
 #include "megakernel/layer/layer_params.h"
 #include "megakernel/layer/epilogue_copier.cuh"
 #include "megakernel/layer/row_table.cuh"
@@ -17,6 +18,8 @@
 #include "megakernel/layer/trace.cuh"
 
 namespace detmoe::mk {
+
+static_assert(kMaxLayerConsumerLead <= Cfg::kStages, "a lead beyond the ring's stages would deadlock");
 
 // What a consumer warpgroup does with its accumulators.
 enum class TileEpilogue : int32_t {
@@ -52,7 +55,7 @@ template <class BeforeEpilogue>
 DETMOE_DEVICE bool consume_tile(int wg, const TileWork& work, unsigned long long* done, const LayerParams& p,
                                 const LaunchContext& ctx, const Smem& smem, const Pipe& pipe, Stage& st,
                                 LayerSlabs& out, EpilogueHandoff& handoff, RowTable& table, uint32_t& table_phase,
-                                float (&acc)[Cfg::kAccumulators], BeforeEpilogue&& before_epilogue) {
+                                float (&acc)[Cfg::kAccumulators], ConsumerLead& lead, BeforeEpilogue&& before_epilogue) {
   // `work` may be the task ring's shared-memory copy: the fields the epilogue needs are read
   // after the mainloop, so they are not held in registers across it.
   const LayerTile& t = work.tile;
@@ -60,7 +63,8 @@ DETMOE_DEVICE bool consume_tile(int wg, const TileWork& work, unsigned long long
   // Every warpgroup passes every stage through wgmma, even one with no rows of its own: letting
   // such a warpgroup pass the stages on without wgmma hung the H200 (producer waiting on an
   // empty barrier, consumers on a full one; bisected 2026-12-02, cause not found).
-  consume_shaped(wg, shape, t, smem, pipe, st, acc);
+  const int32_t signal_kb = lead.begin_tile(t.k_blocks);
+  consume_shaped(wg, shape, t, smem, pipe, st, acc, [&](int32_t kb) { ConsumerLead::after_stage(kb, signal_kb); });
   const TileEpilogue epilogue = work.epilogue;
   const int32_t out_cols = work.out_cols;
   const CUtensorMap* map_c = work.map_c;

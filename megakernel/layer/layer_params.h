@@ -124,6 +124,7 @@ struct LayerParams {
   int32_t comm_ctas_per_rank;  // ⌈comm_sms / P⌉, 0 = no CTA dedicated to data movement
   int32_t band_mblocks;        // m-blocks per backward GEMM band (≥ 1), from overlap_rows
   int32_t fwd_band_mblocks;    // m-blocks per forward GEMM band (≥ 1), from overlap_rows
+  int32_t consumer_lead;       // k-blocks consumer warpgroup 0 starts ahead of 1 (consumer_lead.cuh)
   long long timeout_ns;
   unsigned long long force_timeout_task;  // a task id, or ~0 = none
   // Task timeline (LayerOptions::trace_tasks_per_cta; null = off): CTA c writes records

@@ -112,9 +112,9 @@ DETMOE_DEVICE void produce_tile(const LayerTile& t, const Smem& smem, const Pipe
 // registers 0 … N/2 − 1, on A rows of warpgroup `a_wg` and B rows from `b_offset` bytes into the
 // stage. One branch-free issue function per form: a runtime choice between forms inside the
 // k-loop makes ptxas serialise the wgmmas (C7520).
-template <int kN>
+template <int kN, class AfterStage>
 DETMOE_DEVICE void consume_narrow(int32_t k_blocks, int a_wg, uint32_t b_offset, const Smem& smem, const Pipe& pipe,
-                                  Stage& st, float (&acc)[Cfg::kAccumulators]) {
+                                  Stage& st, float (&acc)[Cfg::kAccumulators], AfterStage&& after_stage) {
   static_assert(kN == 16 || kN == 64 || kN == 128, "the narrower forms");
   constexpr int kT = Operands::kTransA, kU = Operands::kTransB;
   static_assert(kT == 0 && kU == 0, "row offsets into the stages assume K-major A and B");
@@ -136,46 +136,49 @@ DETMOE_DEVICE void consume_narrow(int32_t k_blocks, int a_wg, uint32_t b_offset,
             ptx::wgmma_m64n16k16_bf16<kT, kU>(acc, ak, bk, scale);
           }
         }
-      });
+      },
+      after_stage);
 }
 
 // The mainloop of one tile in its shape. Every form keeps the m64n256 form's k16 sequence, and a
 // narrower instruction computes the same output elements as the matching columns of the wider
 // one, so a row's bits do not depend on the shape its tile got (D3 checks it: a token subset
 // moves rows between full and partial tiles; the property test moves them between shapes too).
+// `after_stage(kb)` runs after each k-block is issued (the consumer lead's signal, consumer_lead.cuh).
+template <class AfterStage>
 DETMOE_DEVICE void consume_shaped(int wg, TileShape shape, const LayerTile& t, const Smem& smem, const Pipe& pipe,
-                                  Stage& st, float (&acc)[Cfg::kAccumulators]) {
+                                  Stage& st, float (&acc)[Cfg::kAccumulators], AfterStage&& after_stage) {
   constexpr uint32_t kRowBytes = Cfg::kBlockK * 2;  // one K-major B row of a stage
   switch (shape) {
     case TileShape::kFull:
-      gemm::consume_k_blocks<Operands, Cfg>(wg, t.k_blocks, smem, pipe, st, acc);
+      gemm::consume_k_blocks<Operands, Cfg>(wg, t.k_blocks, smem, pipe, st, acc, after_stage);
       return;
     case TileShape::kSplitColumns:
       // A rows 0–63 for both; warpgroup w takes stage rows 128w…+127.
-      consume_narrow<128>(t.k_blocks, 0, wg * 128 * kRowBytes, smem, pipe, st, acc);
+      consume_narrow<128>(t.k_blocks, 0, wg * 128 * kRowBytes, smem, pipe, st, acc, after_stage);
       return;
     case TileShape::kNarrow:
       if (t.b_end - t.b_row <= 64) {
-        consume_narrow<64>(t.k_blocks, wg, 0, smem, pipe, st, acc);
+        consume_narrow<64>(t.k_blocks, wg, 0, smem, pipe, st, acc, after_stage);
       } else {
-        consume_narrow<128>(t.k_blocks, wg, 0, smem, pipe, st, acc);
+        consume_narrow<128>(t.k_blocks, wg, 0, smem, pipe, st, acc, after_stage);
       }
       return;
     case TileShape::kHalfRows:
       if (wg == 0) {
-        gemm::consume_k_blocks<Operands, Cfg>(wg, t.k_blocks, smem, pipe, st, acc);
+        gemm::consume_k_blocks<Operands, Cfg>(wg, t.k_blocks, smem, pipe, st, acc, after_stage);
       } else {
-        consume_narrow<16>(t.k_blocks, wg, 0, smem, pipe, st, acc);
+        consume_narrow<16>(t.k_blocks, wg, 0, smem, pipe, st, acc, after_stage);
       }
       return;
     case TileShape::kNarrowGateUp:
-      consume_narrow<128>(t.k_blocks, wg, 64 * kRowBytes, smem, pipe, st, acc);
+      consume_narrow<128>(t.k_blocks, wg, 64 * kRowBytes, smem, pipe, st, acc, after_stage);
       return;
     case TileShape::kHalfRowsNarrowGateUp:
       if (wg == 0) {
-        consume_narrow<128>(t.k_blocks, wg, 64 * kRowBytes, smem, pipe, st, acc);
+        consume_narrow<128>(t.k_blocks, wg, 64 * kRowBytes, smem, pipe, st, acc, after_stage);
       } else {
-        consume_narrow<16>(t.k_blocks, wg, 0, smem, pipe, st, acc);
+        consume_narrow<16>(t.k_blocks, wg, 0, smem, pipe, st, acc, after_stage);
       }
       return;
   }

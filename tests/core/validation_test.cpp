@@ -244,6 +244,9 @@ TEST(ConfigValidation, RejectsEachBadKnobNamingTheValue) {
   c = {};
   c.weight_grad_consumer_lead = -2;
   cases.push_back({c, "weight_grad_consumer_lead = -2"});
+  c = {};
+  c.consumer_lead = 4;
+  cases.push_back({c, "consumer_lead = 4"});
   for (const Case& k : cases) EXPECT_MENTIONS(failure(validate(k.config, kGood)), k.text);
 }
 

@@ -162,6 +162,18 @@ TEST(MegakernelBackwardD1, SmCountsAndKnobsGiveIdenticalBits) {
       EXPECT_TRUE(bitwise_equal(run_megakernel_once(kShape, r, 52, c, true), base));
     }
   }
+  // The consumer warpgroups in lockstep or out of step (fused kernels and weight-gradient launches).
+  for (auto [lead, wgrad_lead] : {std::pair{0, 0}, std::pair{1, 2}, std::pair{3, 4}, std::pair{2, 0}}) {
+    for (int n : {132, 17}) {
+      if (n > sms) continue;
+      LayerConfig c;
+      c.num_sms = n;
+      c.consumer_lead = lead;
+      c.weight_grad_consumer_lead = wgrad_lead;
+      SCOPED_TRACE(::testing::Message() << "num_sms " << n << " consumer_lead " << lead << " wgrad lead " << wgrad_lead);
+      EXPECT_TRUE(bitwise_equal(run_megakernel_once(kShape, r, 52, c, true), base));
+    }
+  }
 }
 
 // LayerConfig::weight_grad_launch is a speed knob: the routed weight gradients in the fused launch

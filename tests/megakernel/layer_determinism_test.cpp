@@ -62,6 +62,17 @@ TEST(MegakernelD1, SmCountsAndKnobsGiveIdenticalBits) {
       EXPECT_TRUE(bitwise_equal(run_megakernel_once(kShape, r, 32, c), base));
     }
   }
+  // The consumer warpgroups in lockstep or out of step (LayerConfig::consumer_lead).
+  for (int32_t lead : {0, 1, 2, 3}) {
+    for (int n : {132, 17}) {
+      if (n > sms) continue;
+      LayerConfig c;
+      c.num_sms = n;
+      c.consumer_lead = lead;
+      SCOPED_TRACE(::testing::Message() << "num_sms " << n << " consumer_lead " << lead);
+      EXPECT_TRUE(bitwise_equal(run_megakernel_once(kShape, r, 32, c), base));
+    }
+  }
 }
 
 TEST(MegakernelD2, LoopbackEpSizesGiveIdenticalBits) {
