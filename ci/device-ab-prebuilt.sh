@@ -88,6 +88,8 @@ python3 perf/ab_summary.py "$OUT" 2>&1 | head -60
 # With the reference in every round and the torch pipeline, issues 18 and 19's bars for the first tree.
 if [ "${AB_REF:-}" = round ] && [ -f "$OUT/torch-pipeline.json" ]; then
   step "issues 18 and 19's bars, tree $first"
-  (cd perf && python3 acceptance_verdict.py "$OUT" --tree "$first") 2>&1 | grep -E 'FAIL|MISSING|verdict|^tree'
+  # AB_BF16_TREE: a tree run with --grad-dtype=bf16, whose fwd+bwd torch / mk is printed like for like
+  (cd perf && python3 acceptance_verdict.py "$OUT" --tree "$first" ${AB_BF16_TREE:+--bf16-grads-tree "$AB_BF16_TREE"}) 2>&1 |
+    awk '/bf16 weight gradients/ {tail = 1} tail || /FAIL|MISSING|verdict|^tree/'
 fi
 step done

@@ -5,7 +5,12 @@ and PASS/FAIL, then the verdict. Ratios against the reference are the medians of
 (ab_summary.py's rule: a ratio taken within a round cancels the power cap's drift between rounds);
 ratios against the torch pipeline use the tree's median over rounds (torch runs once, after them).
 
-  python3 perf/acceptance_verdict.py OUT_DIR [--tree NAME]
+  python3 perf/acceptance_verdict.py OUT_DIR [--tree NAME] [--bf16-grads-tree NAME]
+
+--bf16-grads-tree names a tree of the same call that ran with bf16 weight gradients
+(detmoe_perf_layer --grad-dtype=bf16, e.g. a knob tree 'bf16=--grad-dtype=bf16'): the torch pipeline's
+weight gradients are bf16 (its parameters are), so fwd+bwd torch / mk is also printed like for like.
+That table is information for whoever reads the bars; the verdict counts the default (fp32) tree only.
 
 Exit 0 when every bar passes on an H200 (where the issues measure), 1 when a bar fails, 2 when all
 pass on another GPU (the numbers hold for that GPU only) or data is missing.
@@ -48,15 +53,33 @@ def gpu_name(out_dir, tree):
     return "unknown GPU"
 
 
+def like_for_like(rounds, tree, torch):
+    """fwd+bwd torch / mk for a tree with bf16 weight gradients, as the pipeline computes them."""
+    print(f"fwd+bwd torch / mk with bf16 weight gradients (tree {tree}; information, not in the verdict):")
+    if not rounds:
+        print(f"  no rounds of tree {tree} in this call")
+        return
+    print("| shape | routing | torch / mk (bf16 weight gradients) | issue 18's bound |")
+    print("|---|---|---|---|")
+    for shape in SHAPES:
+        for routing in ROUTINGS:
+            values = [p[(shape, routing)]["fwd+bwd"] for p in rounds.values()
+                      if (shape, routing) in p and "fwd+bwd" in p[(shape, routing)]]
+            t = torch.get((shape, routing, "fwd+bwd"))
+            value = f"{t / statistics.median(values):.3f}" if values and t else "—"
+            print(f"| {shape} | {routing} | {value} | ≥ {FWD_BWD_VS_TORCH[shape]} |")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("out_dir")
     ap.add_argument("--tree", help="the megakernel tree to judge (default: the first that is not the reference)")
+    ap.add_argument("--bf16-grads-tree", help="a tree of the same call with bf16 weight gradients (not counted)")
     a = ap.parse_args()
     runs = load(a.out_dir)
     per = {tree: {rnd: passes(m) for rnd, m in rounds.items()} for tree, rounds in runs.items()}
     ref = per.get("reference")
-    trees = [t for t in per if t != "reference"]
+    trees = [t for t in per if t not in ("reference", a.bf16_grads_tree)]
     tree = a.tree or (trees[0] if trees else None)
     torch_path = os.path.join(a.out_dir, "torch-pipeline.json")
     if ref is None or tree not in per or not os.path.exists(torch_path):
@@ -110,6 +133,8 @@ def main():
     h200 = "H200" in gpu
     print(f"verdict: {failed} of {len(rows)} bars fail, {missing} missing"
           + ("" if h200 else f"; measured on {gpu}, not the H200 the issues name"))
+    if a.bf16_grads_tree:
+        like_for_like(per.get(a.bf16_grads_tree), a.bf16_grads_tree, torch)
     if failed:
         return 1
     return 0 if h200 and not missing else 2

@@ -2,7 +2,8 @@
 # perf/acceptance_verdict.py (issues 18 and 19's bars over one A/B call's output) on synthetic
 # calls: every bar met on an H200 exits 0; the same numbers on an H100 exit 2 and say so; a
 # forward 1 % slower than the reference in one round of two, and a backward over the reference,
-# exit 1 naming those bars; a call without the torch pipeline exits 2.
+# exit 1 naming those bars; a tree with bf16 weight gradients beside them is printed like for like
+# and leaves the verdict alone; a call without the torch pipeline exits 2.
 #   acceptance_verdict_test.sh SOURCE_DIR
 set -u
 src=${1:?source dir}
@@ -47,6 +48,20 @@ make_call "$tmp/slow" "NVIDIA H200" 1.02 1.01
 expect "slow forward and backward" 1 "$(verdict "$tmp/slow")" "\| 19 \| fwd ref/mk \| mixtral-8x7b \| zipf1 \| 0\.98[0-9] \| ≥ 1\.0 \| FAIL \|"
 grep -qE "\| 18 \| bwd mk/ref \| deepseek-v3 \| balanced \| 1\.00[0-9] \| ≤ 1\.0 \| FAIL \|" "$tmp/out.txt" ||
   { echo "FAIL: the backward bar over the reference is not named"; cat "$tmp/out.txt"; fail=1; }
+# A bf16-weight-gradient tree beside it is printed like for like and left out of the verdict: the
+# same slow call with a fast bf16 tree still fails the same bars.
+python3 - "$tmp/slow" <<'PY'
+import json, sys
+d = sys.argv[1]
+for rnd in (1, 2):
+    b = json.load(open(f"{d}/ab-mk-{rnd}.json"))
+    for x in b["benchmarks"]:
+        x["median_ms"] *= 0.5
+    json.dump(b, open(f"{d}/ab-bf16-{rnd}.json", "w"))
+PY
+code=$( (cd "$src/perf" && python3 acceptance_verdict.py "$tmp/slow" --tree mk --bf16-grads-tree bf16) >"$tmp/out.txt" 2>&1; echo $?)
+expect "bf16 tree beside a slow call" 1 "$code" "\| deepseek-v3 \| balanced \| 2\.9[0-9]+ \| ≥ 1\.25 \|"
+grep -qE "^verdict: [1-9][0-9]* of 34 bars fail" "$tmp/out.txt" || { echo "FAIL: the bf16 tree changed the verdict"; cat "$tmp/out.txt"; fail=1; }
 rm "$tmp/pass/torch-pipeline.json"
 expect "no torch pipeline" 2 "$(verdict "$tmp/pass")" "torch-pipeline.json"
 [ "$fail" = 0 ] && echo "acceptance_verdict: all cases passed"
