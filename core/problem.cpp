@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <string>
 
 #include "detmoe/config.h"
 #include "detmoe/enum_names.h"
@@ -85,10 +86,15 @@ Status validate(const LayerConfig& c, const Shape& s) {
   if (c.overlap_rows < 0) return invalid_argument(fmt::format("overlap_rows = {} must be >= 0", c.overlap_rows));
   if (c.recv_capacity_rows < 0)
     return invalid_argument(fmt::format("recv_capacity_rows = {} must be >= 0 (0 = worst case)", c.recv_capacity_rows));
-  if (const auto w = static_cast<int32_t>(c.weight_grad_launch);
-      w < static_cast<int32_t>(WeightGradLaunch::kAuto) || w > static_cast<int32_t>(WeightGradLaunch::kSecondLaunch))
-    return invalid_argument(fmt::format(
-        "weight_grad_launch = {} is not one of auto (0), fused (1), gate-up-later (2), second launch (3)", w));
+  // An enum cast from an out-of-range integer: named by its value, against kWeightGradLaunches' list.
+  const auto w = static_cast<int32_t>(c.weight_grad_launch);
+  if (std::none_of(kWeightGradLaunches.begin(), kWeightGradLaunches.end(),
+                   [w](WeightGradLaunch v) { return static_cast<int32_t>(v) == w; })) {
+    std::string names;
+    for (WeightGradLaunch v : kWeightGradLaunches)
+      names += fmt::format("{}{} ({})", names.empty() ? "" : ", ", to_string(v), static_cast<int32_t>(v));
+    return invalid_argument(fmt::format("weight_grad_launch = {} is not one of {}", w, names));
+  }
   if (c.spin_timeout_ms <= 0) return invalid_argument(fmt::format("spin_timeout_ms = {} must be > 0", c.spin_timeout_ms));
   return Status::Ok();
 }
