@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The next call (docs/PERF.md sessions 29 and 30, "Next"; written in session 29 as device-session30.sh,
-# renamed when session 30 ran its consumer-lead A/B under that name): first gpt-oss-120b's weight-gradient launches by
+# renamed when session 30 ran its consumer-lead A/B under that name on branch fused-lead): first gpt-oss-120b's weight-gradient launches by
 # ncu on both routings with DRAM reads and writes and the L2 hit rate (which of the two readings of
 # its zipf1 penalty holds), then main's standing on whatever GPU is lent (the issues' bars are the
 # H200's; none was lent since session 22): the GPU tests, sanitizers and golden, two rounds with the

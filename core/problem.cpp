@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <string>
 
 #include "detmoe/config.h"
 #include "detmoe/enum_names.h"
@@ -87,14 +86,9 @@ Status validate(const LayerConfig& c, const Shape& s) {
   if (c.recv_capacity_rows < 0)
     return invalid_argument(fmt::format("recv_capacity_rows = {} must be >= 0 (0 = worst case)", c.recv_capacity_rows));
   // An enum cast from an out-of-range integer: named by its value, against kWeightGradLaunches' list.
-  const auto w = static_cast<int32_t>(c.weight_grad_launch);
-  if (std::none_of(kWeightGradLaunches.begin(), kWeightGradLaunches.end(),
-                   [w](WeightGradLaunch v) { return static_cast<int32_t>(v) == w; })) {
-    std::string names;
-    for (WeightGradLaunch v : kWeightGradLaunches)
-      names += fmt::format("{}{} ({})", names.empty() ? "" : ", ", to_string(v), static_cast<int32_t>(v));
-    return invalid_argument(fmt::format("weight_grad_launch = {} is not one of {}", w, names));
-  }
+  if (std::find(kWeightGradLaunches.begin(), kWeightGradLaunches.end(), c.weight_grad_launch) == kWeightGradLaunches.end())
+    return invalid_argument(fmt::format("weight_grad_launch = {} is not one of {}", static_cast<int32_t>(c.weight_grad_launch),
+                                        name_list(kWeightGradLaunches, /*with_values=*/true)));
   if (c.spin_timeout_ms <= 0) return invalid_argument(fmt::format("spin_timeout_ms = {} must be > 0", c.spin_timeout_ms));
   return Status::Ok();
 }

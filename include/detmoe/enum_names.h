@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -13,14 +14,23 @@
 
 namespace detmoe {
 
+// "a, b, c" — or with `with_values`, "a (0), b (1), c (2)" (the enum's integers, for a value that
+// came in as an integer) — the allowed names of an error message.
+template <class E, std::size_t N>
+std::string name_list(const std::array<E, N>& values, bool with_values = false) {
+  std::string names;
+  for (E v : values) {
+    names += names.empty() ? "" : ", ";
+    names += with_values ? fmt::format("{} ({})", to_string(v), static_cast<int64_t>(v)) : std::string(to_string(v));
+  }
+  return names;
+}
+
 template <class E, std::size_t N>
 StatusOr<E> parse_name(std::string_view s, const std::array<E, N>& values, const char* what) {
-  std::string allowed;
-  for (E v : values) {
+  for (E v : values)
     if (s == to_string(v)) return v;
-    allowed += (allowed.empty() ? "" : ", ") + std::string(to_string(v));
-  }
-  return invalid_argument(fmt::format("{} \"{}\" is not one of {}", what, s, allowed));
+  return invalid_argument(fmt::format("{} \"{}\" is not one of {}", what, s, name_list(values)));
 }
 
 }  // namespace detmoe
