@@ -4,9 +4,15 @@
 # times; 24 or 32 read them twice (the A band, 24–32 MB, then competes with them for L2). Knob trees
 # of main (overlap_rows sets both directions, so only the fwd rows of b24 / b32 are read):
 #   ci/ab-knob-trees.sh /tmp/detmoe-ab/base/build .abbin base 'b24=--knobs=0:3072' 'b32=--knobs=0:4096'
-#   OUT=dir BUDGET_S=300 bash ci/device-session31-band.sh        (carry .devdeps .abbin; ≈ 5 minutes)
+#   OUT=dir BUDGET_S=300 bash ci/device-session31-band.sh        (carry .devdeps .abbin; ≈ 6 minutes)
 source "$(dirname "$0")/device-call.sh"
-OUT=$OUT BUDGET_S=$(( $(left) - 5 )) AB_BIN=.abbin AB_NAMES='base b24 b32' AB_ROUNDS=2 AB_REF=round \
+out=$OUT
+# Each kernel's DRAM bytes on mixtral-8x7b zipf1, megakernel (default band) and reference: how many
+# more bytes the fused forward moves than cuBLAS per expert (session 27: the GEMM core's up-projection
+# 8.8 GB against cuBLAS's 5.8).
+OUT=$out/kt BUDGET_S=110 BIN=.abbin/base KT_SHAPES=mixtral-8x7b KT_ROUTINGS=zipf1 KT_IMPLS='megakernel reference' \
+  KT_METRICS=dram__bytes_read.sum,dram__bytes_write.sum bash ci/device-kernel-times.sh | grep -vE '^==PROF'
+OUT=$out/ab BUDGET_S=$(( $(left) - 5 )) AB_BIN=.abbin AB_NAMES='base b24 b32' AB_ROUNDS=2 AB_REF=round \
   AB_ROUTING=zipf1,balanced AB_SHAPES=deepseek-v3,mixtral-8x7b AB_SANITIZE=0 AB_TESTS='MegakernelD1.*' TESTS_LIMIT=30 \
   AB_BENCH_ARGS=--warmup-seconds=1 AB_ROUND_MIN=20 AB_ROUND_SLACK=10 bash ci/device-ab-prebuilt.sh
 step done
