@@ -7,11 +7,12 @@
 #   OUT=dir BUDGET_S=300 bash ci/device-session31-band.sh        (carry .devdeps .abbin; ≈ 6 minutes)
 source "$(dirname "$0")/device-call.sh"
 out=$OUT
-# Each kernel's DRAM bytes on mixtral-8x7b zipf1, megakernel (default band) and reference: how many
-# more bytes the fused forward moves than cuBLAS per expert (session 27: the GEMM core's up-projection
-# 8.8 GB against cuBLAS's 5.8).
-OUT=$out/kt BUDGET_S=110 BIN=.abbin/base KT_SHAPES=mixtral-8x7b KT_ROUTINGS=zipf1 KT_IMPLS='megakernel reference' \
-  KT_METRICS=dram__bytes_read.sum,dram__bytes_write.sum bash ci/device-kernel-times.sh | grep -vE '^==PROF'
+# gpt-oss-120b's weight-gradient launches by ncu on both routings, DRAM reads and writes and the L2
+# hit rate (which reading of its zipf1 penalty holds; docs/PERF.md sessions 29–30).
+OUT=$out/kt BUDGET_S=110 BIN=.abbin/base KT_SHAPES=gpt-oss-120b KT_ROUTINGS='balanced zipf1' KT_IMPLS=megakernel \
+  KT_ARGS='--kernel-name regex:grouped_gemm' \
+  KT_METRICS=dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sector_hit_rate.pct,sm__throughput.avg.pct_of_peak_sustained_elapsed \
+  bash ci/device-kernel-times.sh | grep -vE '^==PROF'
 OUT=$out/ab BUDGET_S=$(( $(left) - 5 )) AB_BIN=.abbin AB_NAMES='base b24 b32' AB_ROUNDS=2 AB_REF=round \
   AB_ROUTING=zipf1,balanced AB_SHAPES=deepseek-v3,mixtral-8x7b AB_SANITIZE=0 AB_TESTS='MegakernelD1.*' TESTS_LIMIT=30 \
   AB_BENCH_ARGS=--warmup-seconds=1 AB_ROUND_MIN=20 AB_ROUND_SLACK=10 bash ci/device-ab-prebuilt.sh
