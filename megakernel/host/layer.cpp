@@ -129,6 +129,7 @@ Status Layer::forward(const LayerForwardArgs& args, cudaStream_t stream) {
   p.comm_ctas_per_rank = mk::comm_ctas_per_rank(m.config, sh.P);
   p.band_mblocks = mk::band_mblocks(m.config);
   p.fwd_band_mblocks = mk::forward_band_mblocks(m.config);
+  p.dgrad_band_mblocks = mk::data_grad_band_mblocks(m.config);
   p.timeout_ns = static_cast<long long>(m.config.spin_timeout_ms) * 1000000ll;
   p.force_timeout_task = m.options.hooks.force_timeout_task >= 0
                              ? static_cast<unsigned long long>(m.options.hooks.force_timeout_task)

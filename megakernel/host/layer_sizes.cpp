@@ -92,6 +92,10 @@ int32_t forward_band_mblocks(const LayerConfig& config) {
   return config.overlap_rows <= 0 ? kDefaultForwardBandMBlocks : band_mblocks(config);
 }
 
+int32_t data_grad_band_mblocks(const LayerConfig& config) {
+  return config.overlap_rows <= 0 ? kDefaultDataGradBandMBlocks : band_mblocks(config);
+}
+
 int32_t comm_ctas_per_rank(const LayerConfig& config, int64_t P) {
   if (config.comm_sms <= 0 || P <= 0) return 0;
   return static_cast<int32_t>(div_up(config.comm_sms, P));

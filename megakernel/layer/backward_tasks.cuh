@@ -196,7 +196,7 @@ DETMOE_DEVICE BwdGemmTask describe_bwd_task(const BackwardParams& bp, const BwdT
       const int32_t e_mblock0 = __ldcg(p.ws.mblock_offset + e);
       const int32_t e_mblocks = __ldcg(p.ws.mblock_offset + e + 1) - e_mblock0;
       const gemm::BandCoords bc = gemm::balanced_band_coords(
-          task.index - (e_mblock0 - list.mblock_first()) * n_blocks, e_mblocks, n_blocks, p.band_mblocks);
+          task.index - (e_mblock0 - list.mblock_first()) * n_blocks, e_mblocks, n_blocks, p.dgrad_band_mblocks);
       const int32_t row_block = e_mblock0 - list.mblock_first() + bc.m_block;
       const int32_t m0 = bc.m_block * kRowsPerMBlock;
       const int32_t rows_first = __ldcg(p.ws.expert_offset + e);
@@ -250,7 +250,7 @@ DETMOE_DEVICE BwdGemmTask describe_bwd_task(const BackwardParams& bp, const BwdT
     case BwdPhase::kSharedDgrad2: {
       const bool first = task.phase == BwdPhase::kSharedDgrad1;
       const int32_t n_blocks = div_up(first ? p.Fs : p.H, kBwdTileCols);
-      const gemm::BandCoords bc = gemm::band_coords(task.index, p.token_mblocks, n_blocks, p.band_mblocks);
+      const gemm::BandCoords bc = gemm::band_coords(task.index, p.token_mblocks, n_blocks, p.dgrad_band_mblocks);
       const int32_t m0 = bc.m_block * kRowsPerMBlock;
       g.col0 = bc.n_block * kBwdTileCols;
       g.c_row = r * p.T + m0;
