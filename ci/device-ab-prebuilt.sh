@@ -10,17 +10,14 @@
 # each tree's ratio to it is taken within a round; AB_REF=1 times it once after the rounds.
 # A tree may be a wrapper: ci/ab-knob-trees.sh lays out trees that run one build with other flags.
 source "$(dirname "$0")/device-call.sh"
-source ci/device-env.sh
 bin=${AB_BIN:-.abbin}
+use_prebuilt "$bin"
 names=${AB_NAMES:?}
 first=${names%% *}
 # Tests, sanitizers and golden need a tree with the binaries: a wrapper tree (ab-knob-trees.sh, or
 # one that only sets the environment) has detmoe_perf_layer alone, so take the first that has them.
 tested=$first
 for name in $names; do [ -f "$bin/$name/detmoe_layer_test" ] && { tested=$name; break; }; done
-export LD_LIBRARY_PATH=$PWD/$bin/lib:$LD_LIBRARY_PATH
-export DETMOE_SOURCE_DIR=$PWD  # the tests read this tree's golden cases, not the build's
-chmod +x "$bin"/*/detmoe* 2>/dev/null
 mkdir -p build-device && cp "$bin/$tested/detmoe" build-device/detmoe
 step "tests of $tested"
 timeout "${TESTS_LIMIT:-150}" "$bin/$tested/detmoe_layer_test" \

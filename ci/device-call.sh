@@ -23,6 +23,15 @@ build_device() {
   ci/device-build.sh build-device "$@" >"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
   source ci/device-env.sh
 }
+# `use_prebuilt [DIR]`: run binaries built on the CPU machine from DIR (default .abbin; carried):
+# the device environment, DIR/lib (libbenchmark) on the library path, the golden cases read from
+# this tree rather than the build's, and the binaries executable.
+use_prebuilt() {
+  local dir=${1:-.abbin}
+  source ci/device-env.sh
+  export LD_LIBRARY_PATH=$PWD/$dir/lib:$LD_LIBRARY_PATH DETMOE_SOURCE_DIR=$PWD
+  chmod +x "$dir"/*/detmoe* 2>/dev/null
+}
 # `sanitize_verify TOOL ARGS...`: compute-sanitizer TOOL (racecheck, memcheck) over `detmoe verify
 # --impl megakernel ARGS` (forward and backward) of the build-device tree; its summary lines.
 sanitize_verify() {

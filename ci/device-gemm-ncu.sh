@@ -5,10 +5,8 @@
 #   OUT=dir BUDGET_S=... [BIN=.abbin/auto] [GEMM_NCU_CASE=mixtral-8x7b_up_forward] bash ci/device-gemm-ncu.sh
 #   (carry .devdeps and BIN's tree, libbenchmark in .abbin/lib)
 source "$(dirname "$0")/device-call.sh"
-source ci/device-env.sh
 bin=${BIN:-.abbin/auto}
-export LD_LIBRARY_PATH=$PWD/.abbin/lib:$LD_LIBRARY_PATH
-chmod +x "$bin"/detmoe* 2>/dev/null
+use_prebuilt "$(dirname "$bin")"
 case=${GEMM_NCU_CASE:-mixtral-8x7b_up_forward}
 for impl in ours cublas_per_expert; do
   [ "$(left)" -gt 40 ] || break

@@ -6,9 +6,7 @@
 #   ci/ab-knob-trees.sh build .abbin auto 'gu=--wgrad-launch=gate-up-later' 'fused=--wgrad-launch=fused'
 #   OUT=dir BUDGET_S=420 bash ci/device-gptoss-zipf.sh        (carry .devdeps .abbin)
 source "$(dirname "$0")/device-call.sh"
-source ci/device-env.sh
-export LD_LIBRARY_PATH=$PWD/.abbin/lib:$LD_LIBRARY_PATH DETMOE_SOURCE_DIR=$PWD
-chmod +x .abbin/*/detmoe* 2>/dev/null
+use_prebuilt
 out=$OUT
 step "ncu kernel times, megakernel gpt-oss-120b, both routings ($(left) s left)"
 OUT=$out/kt BUDGET_S=200 BIN=.abbin/auto KT_SHAPES=gpt-oss-120b KT_ROUTINGS='balanced zipf1' KT_IMPLS=megakernel \

@@ -12,11 +12,8 @@
 # the weight-gradient launches' memory traffic (docs/PERF.md session 29, next step):
 #   KT_ARGS='--kernel-name regex:grouped_gemm' KT_METRICS=dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sector_hit_rate.pct
 source "$(dirname "$0")/device-call.sh"
-source ci/device-env.sh
 bin=${BIN:-.abbin/base}
-export LD_LIBRARY_PATH=$PWD/.abbin/lib:$LD_LIBRARY_PATH
-export DETMOE_SOURCE_DIR=$PWD
-chmod +x "$bin"/detmoe* 2>/dev/null
+use_prebuilt "$(dirname "$bin")"
 for shape in ${KT_SHAPES:-mixtral-8x7b deepseek-v3}; do
   for routing in ${KT_ROUTINGS:-balanced}; do
     for impl in ${KT_IMPLS:-megakernel reference}; do

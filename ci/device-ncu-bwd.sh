@@ -8,10 +8,8 @@
 # --section MemoryWorkloadAnalysis --section SpeedOfLight' GRADS_PROBE=0 (the GPU's own clocks,
 # L2 hit rate and throughput in the weight-gradient phase; docs/PERF.md session 22).
 source "$(dirname "$0")/device-call.sh"
-source ci/device-env.sh
 bin=${BIN:-.abbin/base}
-export LD_LIBRARY_PATH=$PWD/.abbin/lib:$LD_LIBRARY_PATH
-chmod +x "$bin"/detmoe* 2>/dev/null
+use_prebuilt "$(dirname "$bin")"
 shape=${NCU_SHAPE:-deepseek-v3}
 step "ncu source counters, $shape backward ($(left) s left)"
 timeout $(( $(left) > 200 ? 200 : $(left) - 20 )) ncu ${NCU_ARGS:-} --section SourceCounters --section WarpStateStats \

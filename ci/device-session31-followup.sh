@@ -11,9 +11,7 @@ OUT=$out/kt BUDGET_S=110 BIN=.abbin/base KT_SHAPES=gpt-oss-120b KT_ROUTINGS='bal
   KT_ARGS='--kernel-name regex:grouped_gemm' \
   KT_METRICS=dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sector_hit_rate.pct,sm__throughput.avg.pct_of_peak_sustained_elapsed \
   bash ci/device-kernel-times.sh | grep -vE '^==PROF'
-source ci/device-env.sh
-export LD_LIBRARY_PATH=$PWD/.abbin/lib:$LD_LIBRARY_PATH
-chmod +x .abbin/*/detmoe* 2>/dev/null
+use_prebuilt
 # mixtral-8x7b's forward trails the reference most under zipf1 (0.956 against 0.985 balanced, session
 # 30): its task timeline on both routings, per CTA (where the zipf1 time goes: GEMM1, GEMM2, tail).
 for routing in balanced zipf1; do

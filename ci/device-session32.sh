@@ -17,9 +17,7 @@
 #     cp /tmp/detmoe-ab/tk/build/tests/megakernel/detmoe_gemm_test .abbin/gemm/ && strip .abbin/gemm/*
 #   OUT=dir BUDGET_S=580 bash ci/device-session32.sh        (carry .devdeps .abbin)
 source "$(dirname "$0")/device-call.sh"
-source ci/device-env.sh
-export LD_LIBRARY_PATH=$PWD/.abbin/lib:$LD_LIBRARY_PATH DETMOE_SOURCE_DIR=$PWD
-chmod +x .abbin/*/detmoe* 2>/dev/null
+use_prebuilt
 out=$OUT
 step "GEMM core schedule and validation tests (branch wgrad-tickets)"
 timeout 90 .abbin/gemm/detmoe_gemm_test --gtest_filter='*GemmSchedule.*:GemmValidate.*' >"$out/gemm-tests.log" 2>&1

@@ -127,9 +127,9 @@ Status Layer::forward(const LayerForwardArgs& args, cudaStream_t stream) {
   p.token_mblocks = static_cast<int32_t>(z.token_mblocks);
   p.store_h = m.config.save_h ? 1 : 0;
   p.comm_ctas_per_rank = mk::comm_ctas_per_rank(m.config, sh.P);
-  p.band_mblocks = mk::band_mblocks(m.config);
   p.fwd_band_mblocks = mk::forward_band_mblocks(m.config);
   p.dgrad_band_mblocks = mk::data_grad_band_mblocks(m.config);
+  p.wgrad_band_mblocks = mk::weight_grad_band_mblocks(m.config);
   p.timeout_ns = static_cast<long long>(m.config.spin_timeout_ms) * 1000000ll;
   p.force_timeout_task = m.options.hooks.force_timeout_task >= 0
                              ? static_cast<unsigned long long>(m.options.hooks.force_timeout_task)

@@ -83,17 +83,21 @@ StatusOr<LayerSizes> layer_sizes(const Shape& shape, const LayerConfig& config, 
   return z;
 }
 
-int32_t band_mblocks(const LayerConfig& config) {
-  if (config.overlap_rows <= 0) return kDefaultBandMBlocks;
-  return std::max<int32_t>(1, config.overlap_rows / kRowsPerMBlock);
+namespace {
+// A set overlap_rows holds for every kind of tile; 0 picks the kind's default.
+int32_t band_or_default(const LayerConfig& config, int32_t default_mblocks) {
+  return config.overlap_rows <= 0 ? default_mblocks : std::max<int32_t>(1, config.overlap_rows / kRowsPerMBlock);
 }
+}  // namespace
 
-int32_t forward_band_mblocks(const LayerConfig& config) {
-  return config.overlap_rows <= 0 ? kDefaultForwardBandMBlocks : band_mblocks(config);
-}
+int32_t forward_band_mblocks(const LayerConfig& config) { return band_or_default(config, kDefaultForwardBandMBlocks); }
 
 int32_t data_grad_band_mblocks(const LayerConfig& config) {
-  return config.overlap_rows <= 0 ? kDefaultDataGradBandMBlocks : band_mblocks(config);
+  return band_or_default(config, kDefaultDataGradBandMBlocks);
+}
+
+int32_t weight_grad_band_mblocks(const LayerConfig& config) {
+  return band_or_default(config, kDefaultWeightGradBandMBlocks);
 }
 
 int32_t comm_ctas_per_rank(const LayerConfig& config, int64_t P) {

@@ -50,10 +50,10 @@ StatusOr<LayerSizes> layer_sizes(const Shape& shape, const LayerConfig& config, 
 // in time, never a bit (DESIGN.md D1).
 // m-blocks per GEMM band: overlap_rows / 128 (at least 1), or for 0 the tiles' default
 // (kDefaultForwardBandMBlocks forward, kDefaultDataGradBandMBlocks for the backward's data-grad
-// tiles, kDefaultBandMBlocks for its weight-gradient tiles).
-int32_t band_mblocks(const LayerConfig& config);
+// tiles, kDefaultWeightGradBandMBlocks for its weight-gradient tiles).
 int32_t forward_band_mblocks(const LayerConfig& config);
 int32_t data_grad_band_mblocks(const LayerConfig& config);
+int32_t weight_grad_band_mblocks(const LayerConfig& config);
 // CTAs each rank slice asks for data movement: ⌈comm_sms / P⌉ (0: none). The device keeps at
 // least one GEMM CTA per slice: comm_ctas_in_slice (layer_params.h).
 int32_t comm_ctas_per_rank(const LayerConfig& config, int64_t P);

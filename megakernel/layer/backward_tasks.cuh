@@ -78,6 +78,8 @@ inline constexpr int32_t kBwdTileCols = 256;
 // An expert's weight-gradient tiles go in bands (describe_bwd_task) once there are at least this
 // many: two waves of a 132-SM grid.
 inline constexpr int32_t kWgradBandMinTiles = 256;
+static_assert(kDefaultWeightGradBandMBlocks == Cfg::kBandRows,
+              "overlap_rows = 0 walks the fused weight-gradient tiles in the GEMM core's band order");
 
 // The CTA's rank and phase set: cta_role's split (comm_sms) with the backward's phases.
 // Phases the host runs as a later launch (BackwardParams::later_phases) are left out of every
@@ -308,7 +310,7 @@ DETMOE_DEVICE BwdGemmTask describe_bwd_task(const BackwardParams& bp, const BwdT
       const int32_t el = routed ? task.index / per : 0;
       const int32_t i = task.index - el * per;
       // Order of an expert's weight-gradient tiles (speed only: each tile still has one owner
-      // summing its rows in order). A large grid goes in bands of band_mblocks m-tiles, m fastest
+      // summing its rows in order). A large grid goes in bands of wgrad_band_mblocks m-tiles, m fastest
       // (as the data-grad tiles), so the tiles running at once share a few B column panels:
       // n fastest, dW_gate_up's 132 concurrent tiles on deepseek-v3 read the expert's whole x
       // panel (29 MB against ≈ 17 MB in bands of 8); bands measured −0.65 ms (deepseek-v3) and
@@ -317,7 +319,7 @@ DETMOE_DEVICE BwdGemmTask describe_bwd_task(const BackwardParams& bp, const BwdT
       // keeps n fastest: bands measured +0.1 ms (+1.7 %) of backward there.
       int32_t mt, nt;
       if (per >= kWgradBandMinTiles) {
-        const gemm::BandCoords bc = gemm::balanced_band_coords(i, m_tiles, n_tiles, p.band_mblocks);
+        const gemm::BandCoords bc = gemm::balanced_band_coords(i, m_tiles, n_tiles, p.wgrad_band_mblocks);
         mt = bc.m_block;
         nt = bc.n_block;
       } else {

@@ -14,8 +14,6 @@
 
 namespace detmoe::mk {
 
-static_assert(kDefaultBandMBlocks == Cfg::kBandRows, "overlap_rows = 0 keeps the GEMM core's band order backward");
-
 struct GemmTask : TileWork {
   // Dependency: the producer waits for *wait ≥ wait_target before loading (null: none).
   const unsigned long long* wait;
@@ -63,7 +61,7 @@ DETMOE_DEVICE GemmTask describe_gemm_task(const LayerParams& p, const Task& task
   const int32_t n_cols = gemm1 ? (routed ? p.F : p.Fs) : p.H;
   // Band order, bands cut inside each expert: a routed phase's tasks are numbered expert by
   // expert (expert e's mb_e m-blocks × n_blocks tiles at [A_e·n_blocks, A_{e+1}·n_blocks), A the
-  // rank's m-block offsets), and inside an expert in bands of ≤ band_mblocks m-blocks (m
+  // rank's m-block offsets), and inside an expert in bands of ≤ fwd_band_mblocks m-blocks (m
   // fastest, gemm::balanced_band_coords). The tasks that share an expert's weight panel are then
   // consecutive — running at once on neighbouring CTAs, one HBM read in L2 for all of them — and
   // no panel is split between two bands: a band crossing an expert boundary read the straddling

@@ -35,7 +35,7 @@ inline constexpr int kGemm2Cols = 256;  // y columns per GEMM2 tile
 // Grid barriers of the plan: after validate+count, after the chunk scan, after the offsets.
 inline constexpr int kPlanBarriers = 3;
 // m-blocks per GEMM band when LayerConfig::overlap_rows = 0. The backward's weight-gradient tiles
-// (when the fused launch runs them) keep the GEMM core's kBandRows (static_assert in gemm_tasks.cuh).
+// (when the fused launch runs them) keep the GEMM core's kBandRows (static_assert in backward_tasks.cuh).
 // The forward walks 16: a 2048-row expert (deepseek-v3, mixtral-8x7b) is then one band, so each
 // weight panel is read from HBM once instead of twice — measured −0.9 % (deepseek) and −1.7 %
 // (mixtral) on the H200 (session 19) and −2 to −4 % on deepseek on an H100 (session 20), while the
@@ -45,7 +45,7 @@ inline constexpr int kPlanBarriers = 3;
 // expert); bands of 32 measured −0.4 ms (balanced) and −0.5 ms (zipf1) of mixtral-8x7b's backward on
 // an H100 and level on the other three shapes (session 31, two rounds; docs/PERF.md). Shapes with
 // ≤ 8 m-blocks per expert are unchanged.
-inline constexpr int32_t kDefaultBandMBlocks = 8;
+inline constexpr int32_t kDefaultWeightGradBandMBlocks = 8;
 inline constexpr int32_t kDefaultForwardBandMBlocks = 16;
 inline constexpr int32_t kDefaultDataGradBandMBlocks = 32;
 
@@ -128,9 +128,11 @@ struct LayerParams {
   int32_t store_h;
   // Scheduling knobs (LayerConfig; they change who runs a task and when, never a bit):
   int32_t comm_ctas_per_rank;  // ⌈comm_sms / P⌉, 0 = no CTA dedicated to data movement
-  int32_t band_mblocks;        // m-blocks per band of the backward's weight-gradient tiles (≥ 1), from overlap_rows
-  int32_t dgrad_band_mblocks;  // m-blocks per band of the backward's data-grad tiles (≥ 1), from overlap_rows
-  int32_t fwd_band_mblocks;    // m-blocks per forward GEMM band (≥ 1), from overlap_rows
+  // m-blocks per GEMM band (≥ 1), from overlap_rows: forward tiles, the backward's data-grad
+  // tiles (da, dx) and its weight-gradient tiles.
+  int32_t fwd_band_mblocks;
+  int32_t dgrad_band_mblocks;
+  int32_t wgrad_band_mblocks;
   long long timeout_ns;
   unsigned long long force_timeout_task;  // a task id, or ~0 = none
   // Task timeline (LayerOptions::trace_tasks_per_cta; null = off): CTA c writes records
