@@ -53,6 +53,12 @@ def gpu_name(out_dir, tree):
     return "unknown GPU"
 
 
+def tree_median(rounds, key, step):
+    """A tree's median over its rounds of one row (shape, routing) and pass, None without data."""
+    values = [p[key][step] for p in rounds.values() if key in p and step in p[key]]
+    return statistics.median(values) if values else None
+
+
 def like_for_like(rounds, tree, torch):
     """fwd+bwd torch / mk for a tree with bf16 weight gradients, as the pipeline computes them."""
     print(f"fwd+bwd torch / mk with bf16 weight gradients (tree {tree}; information, not in the verdict):")
@@ -63,10 +69,8 @@ def like_for_like(rounds, tree, torch):
     print("|---|---|---|---|")
     for shape in SHAPES:
         for routing in ROUTINGS:
-            values = [p[(shape, routing)]["fwd+bwd"] for p in rounds.values()
-                      if (shape, routing) in p and "fwd+bwd" in p[(shape, routing)]]
-            t = torch.get((shape, routing, "fwd+bwd"))
-            value = f"{t / statistics.median(values):.3f}" if values and t else "—"
+            fb, t = tree_median(rounds, (shape, routing), "fwd+bwd"), torch.get((shape, routing, "fwd+bwd"))
+            value = f"{t / fb:.3f}" if fb and t else "—"
             print(f"| {shape} | {routing} | {value} | ≥ {FWD_BWD_VS_TORCH[shape]} |")
 
 
@@ -96,10 +100,6 @@ def main():
                   and step in p[key] and step in ref[rnd][key]]
         return statistics.median(ratios) if ratios else None
 
-    def tree_median(key, step):
-        values = [p[key][step] for p in mk.values() if key in p and step in p[key]]
-        return statistics.median(values) if values else None
-
     rows, failed, missing = [], 0, 0
 
     def bar(issue, what, key, value, bound, at_least):
@@ -116,12 +116,12 @@ def main():
         for routing in ROUTINGS:
             key = (shape, routing)
             bar(19, "fwd ref/mk", key, ref_ratio(key, "fwd"), 1.0, True)
-            f, t = tree_median(key, "fwd"), torch.get((shape, routing, "fwd"))
+            f, t = tree_median(mk, key, "fwd"), torch.get((shape, routing, "fwd"))
             bar(19, "fwd torch/mk", key, t / f if f and t else None, FWD_VS_TORCH[shape], True)
             if shape == P75_SPREAD_SHAPE:
                 bar(19, "fwd p75/median", key, spread.get(key), P75_SPREAD_MAX, False)
             bar(18, "bwd mk/ref", key, ref_ratio(key, "bwd"), 1.0, False)
-            fb, t = tree_median(key, "fwd+bwd"), torch.get((shape, routing, "fwd+bwd"))
+            fb, t = tree_median(mk, key, "fwd+bwd"), torch.get((shape, routing, "fwd+bwd"))
             bar(18, "fwd+bwd torch/mk", key, t / fb if fb and t else None, FWD_BWD_VS_TORCH[shape], True)
 
     gpu = gpu_name(a.out_dir, tree)
