@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstddef>
 #include <limits>
 #include <vector>
 
@@ -27,6 +28,17 @@ const char* kind_name(uint64_t task) {
   return kNames[std::min<size_t>(static_cast<size_t>(task_kind(task)), kNames.size() - 1)];
 }
 
+// The median of `v` (the mean of the middle two for an even count); 0 for none. Reorders v.
+double median(std::vector<double>& v) {
+  if (v.empty()) return 0;
+  const size_t mid = v.size() / 2;
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid), v.end());
+  const double upper = v[mid];
+  if (v.size() % 2 == 1) return upper;
+  const double lower = *std::max_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid));
+  return (lower + upper) / 2;
+}
+
 }  // namespace
 
 TraceSummary summarize_trace(const std::vector<LayerTaskTrace>& trace) {
@@ -44,6 +56,8 @@ TraceSummary summarize_trace(const std::vector<LayerTaskTrace>& trace) {
   std::array<TracePhase, kNames.size()> by_kind{};
   constexpr int kForms = 16;
   std::array<std::array<TraceTileForm, kForms>, kNames.size()> forms{};
+  // Per kind and form: each tile's mainloop and epilogue µs, for the medians.
+  std::array<std::array<std::vector<double>, kForms>, kNames.size()> mainloops{}, epilogues{};
   // Per CTA: its plan record's start and SM cycles, and its last end.
   std::vector<int64_t> cta_start(static_cast<size_t>(s.ctas), -1), cta_end(static_cast<size_t>(s.ctas), 0),
       cta_cycles(static_cast<size_t>(s.ctas), 0);
@@ -61,9 +75,14 @@ TraceSummary summarize_trace(const std::vector<LayerTaskTrace>& trace) {
       ph.mainloop_us += static_cast<double>(r.mainloop_end_ns - r.start_ns) * 1e-3;
       ph.signal_us += static_cast<double>(r.epilogue_start_ns - r.mainloop_end_ns) * 1e-3;
       ph.epilogue_us += static_cast<double>(r.end_ns - r.epilogue_start_ns) * 1e-3;
-      TraceTileForm& f = forms[kind][static_cast<size_t>(r.tile_shape & (kForms - 1))];
-      f.mainloop_us += static_cast<double>(r.mainloop_end_ns - r.start_ns) * 1e-3;
-      f.epilogue_us += static_cast<double>(r.end_ns - r.epilogue_start_ns) * 1e-3;
+      const auto form = static_cast<size_t>(r.tile_shape & (kForms - 1));
+      TraceTileForm& f = forms[kind][form];
+      const double mainloop = static_cast<double>(r.mainloop_end_ns - r.start_ns) * 1e-3;
+      const double epilogue = static_cast<double>(r.end_ns - r.epilogue_start_ns) * 1e-3;
+      f.mainloop_us += mainloop;
+      f.epilogue_us += epilogue;
+      mainloops[kind][form].push_back(mainloop);
+      epilogues[kind][form].push_back(epilogue);
       ++f.tasks;
     }
     const auto c = static_cast<size_t>(r.cta);
@@ -95,6 +114,8 @@ TraceSummary summarize_trace(const std::vector<LayerTaskTrace>& trace) {
       form.shape = f;
       form.mainloop_us /= static_cast<double>(form.tasks);
       form.epilogue_us /= static_cast<double>(form.tasks);
+      form.mainloop_median_us = median(mainloops[k][static_cast<size_t>(f)]);
+      form.epilogue_median_us = median(epilogues[k][static_cast<size_t>(f)]);
       s.forms.push_back(form);
     }
   double mhz = 0;
@@ -126,9 +147,9 @@ std::string format_trace_summary(const TraceSummary& s) {
                                                          "half rows", "narrow gate/up", "half rows, n g/u"};
   static_assert(kForms.size() == kTileShapes, "a name for every TileShape");
   for (const TraceTileForm& f : s.forms)
-    out += fmt::format("    {:<14} {:<13} {:>8} tiles, mainloop {:.2f} µs, epilogue {:.2f} µs\n", f.kind,
-                       f.shape < static_cast<int32_t>(kForms.size()) ? kForms[static_cast<size_t>(f.shape)] : "?",
-                       f.tasks, f.mainloop_us, f.epilogue_us);
+    out += fmt::format("    {:<14} {:<13} {:>8} tiles, mainloop {:.2f} µs (median {:.2f}), epilogue {:.2f} µs (median {:.2f})\n",
+                       f.kind, f.shape < static_cast<int32_t>(kForms.size()) ? kForms[static_cast<size_t>(f.shape)] : "?",
+                       f.tasks, f.mainloop_us, f.mainloop_median_us, f.epilogue_us, f.epilogue_median_us);
   out += fmt::format("  busy {:.1f} of {:.1f} µs per CTA ({:.0f} %); the rest is waiting between tasks\n", busy,
                      s.span_us, s.span_us > 0 ? 100 * busy / s.span_us : 0.0);
   return out;

@@ -33,6 +33,10 @@ struct TraceTileForm {
   int64_t tasks = 0;
   double mainloop_us = 0;  // means per tile, as in TracePhase
   double epilogue_us = 0;
+  // Medians per tile: a tile's fixed cost apart from the few that waited long for their inputs
+  // (a phase's first tiles wait for the phase before; the mean carries those waits).
+  double mainloop_median_us = 0;
+  double epilogue_median_us = 0;
 };
 
 struct TraceSummary {

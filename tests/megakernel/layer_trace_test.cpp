@@ -57,6 +57,31 @@ TEST(LayerTrace, SummarisesPhasesByKind) {
   EXPECT_NE(text.find("half rows"), std::string::npos);
 }
 
+// Per form, the median beside the mean: one tile that waited 100 µs for its inputs moves the full
+// form's mean mainloop to 40.67 µs and leaves its median at 12; an even count takes the middle two.
+TEST(LayerTrace, FormMediansIgnoreATileThatWaitedForItsInputs) {
+  auto gemm1 = [](uint32_t index, int64_t start, int64_t mainloop_us, int64_t epilogue_us, int32_t shape) {
+    const int64_t mainloop_end = start + mainloop_us * 1000, end = mainloop_end + epilogue_us * 1000;
+    return LayerTaskTrace{0, id(TaskKind::kGemm1, index), start, end, mainloop_end, mainloop_end, 0, shape};
+  };
+  const std::vector<LayerTaskTrace> trace = {
+      gemm1(0, 0, 10, 2, 0),         gemm1(1, 20'000, 100, 4, 0),   gemm1(2, 200'000, 12, 3, 0),
+      gemm1(3, 300'000, 5, 1, 3),    gemm1(4, 310'000, 11, 1, 3),   gemm1(5, 330'000, 7, 2, 3),
+      gemm1(6, 340'000, 9, 2, 3),
+  };
+  const TraceSummary s = summarize_trace(trace);
+  ASSERT_EQ(s.forms.size(), 2u);
+  EXPECT_EQ(s.forms[0].tasks, 3);
+  EXPECT_NEAR(s.forms[0].mainloop_us, 122.0 / 3, 1e-9);
+  EXPECT_DOUBLE_EQ(s.forms[0].mainloop_median_us, 12.0);
+  EXPECT_DOUBLE_EQ(s.forms[0].epilogue_median_us, 3.0);
+  EXPECT_EQ(s.forms[1].shape, 3);
+  EXPECT_DOUBLE_EQ(s.forms[1].mainloop_median_us, 8.0);  // (7 + 9) / 2
+  EXPECT_DOUBLE_EQ(s.forms[1].epilogue_median_us, 1.5);  // (1 + 2) / 2
+  const std::string text = format_trace_summary(s);
+  EXPECT_NE(text.find("mainloop 40.67 µs (median 12.00), epilogue 3.00 µs (median 3.00)"), std::string::npos) << text;
+}
+
 // The Chrome trace export: a track name per CTA, then one complete event per task in µs after the
 // launch's first start, GEMM tiles with their form and marks.
 TEST(LayerTrace, ChromeJsonHasOneEventPerTaskOnItsCtasTrack) {
