@@ -1,4 +1,5 @@
-"""Summarise a kernel's SASS (from `cuobjdump -sass BINARY > FILE`, on the GPU machine).
+"""Summarise a kernel's SASS (from `cuobjdump -sass BINARY > FILE` on the GPU machine, or from
+perf/sass_local.py on the CPU machine).
 
 Usage: python3 perf/sass_summary.py FILE [MARKER]
 
