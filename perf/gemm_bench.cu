@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "detmoe/gemm.h"
+#include "detmoe/median.h"
 #include "detmoe/numeric.h"
 #include "detmoe/problem.h"
 #include "detmoe/routing.h"
@@ -112,7 +113,7 @@ void time_launches(benchmark::State& state, double flops, Launch&& launch) {
     state.counters["avg_watts"] = energy.avg_watts;
   }
   std::sort(ms.begin(), ms.end());
-  const double median = ms.size() % 2 ? ms[ms.size() / 2] : 0.5 * (ms[ms.size() / 2 - 1] + ms[ms.size() / 2]);
+  const double median = detmoe::median(ms);
   state.counters["median_ms"] = median;
   state.counters["tflops"] = flops / (median * 1e-3) / 1e12;
   state.counters["min_ms"] = ms.front();

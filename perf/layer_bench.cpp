@@ -62,6 +62,7 @@
 #include <vector>
 
 #include "detmoe/layer_session.h"
+#include "detmoe/median.h"
 #include "detmoe/problem_session.h"
 #include "detmoe/routing.h"
 #include "detmoe/shapes.h"
@@ -295,8 +296,7 @@ void time_steps(benchmark::State& state, const std::string& what, cudaStream_t s
     state.counters["sm_mhz"] = clocks[clocks.size() / 2];
   }
   std::sort(ms.begin(), ms.end());
-  const size_t n = ms.size();
-  const double median = n % 2 ? ms[n / 2] : 0.5 * (ms[n / 2 - 1] + ms[n / 2]);
+  const double median = detmoe::median(ms);
   const double flops = shape.forward_flops_per_rank() * passes;
   state.counters["median_ms"] = median;
   state.counters["tflops"] = flops / (median * 1e-3) / 1e12;

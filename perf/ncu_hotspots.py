@@ -21,6 +21,8 @@ import gzip
 import io
 import sys
 
+import sass_summary
+
 
 def number(text):
     try:
@@ -49,10 +51,8 @@ def summarise_span(body, header, col, src, samples, total, opcode, pad):
     if executed is not None:
         per_op = collections.Counter()
         for r in span:
-            words = r[src].split()
-            if words:
-                op = words[1] if words[0].startswith("@") and len(words) > 1 else words[0]
-                per_op[op.split(".")[0]] += number(r[executed])
+            if r[src].split():
+                per_op[sass_summary.opcode(r[src]).split(".")[0]] += number(r[executed])
         run = sum(per_op.values())
         print(f"  executed warp instructions {run:.0f}: " +
               ", ".join(f"{op} {100 * n / run:.0f} %" for op, n in per_op.most_common(10) if run))

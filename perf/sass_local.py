@@ -21,6 +21,8 @@ import subprocess
 import sys
 import zipfile
 
+from sass_summary import instructions  # cuobjdump's instruction lines, parsed once for both scripts
+
 TOOLS = ("nvidia-cuda-cuobjdump", "nvidia-cuda-nvdisasm")
 
 
@@ -67,16 +69,11 @@ def compile_cubin(build, source, cubin):
 
 def kernels(sass_text):
     """{mangled kernel name: [(offset, instruction text)]} from cuobjdump -sass output."""
-    out, name = {}, None
-    for line in sass_text.splitlines():
-        m = re.match(r"\s+Function : (\S+)", line)
-        if m:
-            name = m.group(1)
-            out[name] = []
-            continue
-        m = re.search(r"/\*([0-9a-f]{4,})\*/\s+(.*?);", line)
-        if m and name is not None:
-            out[name].append((int(m.group(1), 16), m.group(2).strip()))
+    out = {}
+    # Each "Function : NAME" header starts a kernel; its instructions run to the next header.
+    for chunk in re.split(r"^\s+Function : ", sass_text, flags=re.M)[1:]:
+        name, _, body = chunk.partition("\n")
+        out[name.strip()] = [(int(offset, 16), text) for offset, text in instructions(body)]
     return out
 
 

@@ -6,10 +6,10 @@
 
 #include <algorithm>
 #include <array>
-#include <cstddef>
 #include <limits>
 #include <vector>
 
+#include "detmoe/median.h"
 #include "megakernel/layer/device_error.h"
 #include "megakernel/layer/tile_form.h"
 
@@ -28,15 +28,10 @@ const char* kind_name(uint64_t task) {
   return kNames[std::min<size_t>(static_cast<size_t>(task_kind(task)), kNames.size() - 1)];
 }
 
-// The median of `v` (the mean of the middle two for an even count); 0 for none. Reorders v.
-double median(std::vector<double>& v) {
-  if (v.empty()) return 0;
-  const size_t mid = v.size() / 2;
-  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid), v.end());
-  const double upper = v[mid];
-  if (v.size() % 2 == 1) return upper;
-  const double lower = *std::max_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid));
-  return (lower + upper) / 2;
+double mean(const std::vector<double>& v) {
+  double sum = 0;
+  for (double x : v) sum += x;
+  return v.empty() ? 0 : sum / static_cast<double>(v.size());
 }
 
 }  // namespace
@@ -55,8 +50,7 @@ TraceSummary summarize_trace(const std::vector<LayerTaskTrace>& trace) {
   s.span_us = static_cast<double>(t1 - t0) * 1e-3;
   std::array<TracePhase, kNames.size()> by_kind{};
   constexpr int kForms = 16;
-  std::array<std::array<TraceTileForm, kForms>, kNames.size()> forms{};
-  // Per kind and form: each tile's mainloop and epilogue µs, for the medians.
+  // Per kind and wgmma form: each tile's mainloop and epilogue µs (their means and medians).
   std::array<std::array<std::vector<double>, kForms>, kNames.size()> mainloops{}, epilogues{};
   // Per CTA: its plan record's start and SM cycles, and its last end.
   std::vector<int64_t> cta_start(static_cast<size_t>(s.ctas), -1), cta_end(static_cast<size_t>(s.ctas), 0),
@@ -76,14 +70,8 @@ TraceSummary summarize_trace(const std::vector<LayerTaskTrace>& trace) {
       ph.signal_us += static_cast<double>(r.epilogue_start_ns - r.mainloop_end_ns) * 1e-3;
       ph.epilogue_us += static_cast<double>(r.end_ns - r.epilogue_start_ns) * 1e-3;
       const auto form = static_cast<size_t>(r.tile_shape & (kForms - 1));
-      TraceTileForm& f = forms[kind][form];
-      const double mainloop = static_cast<double>(r.mainloop_end_ns - r.start_ns) * 1e-3;
-      const double epilogue = static_cast<double>(r.end_ns - r.epilogue_start_ns) * 1e-3;
-      f.mainloop_us += mainloop;
-      f.epilogue_us += epilogue;
-      mainloops[kind][form].push_back(mainloop);
-      epilogues[kind][form].push_back(epilogue);
-      ++f.tasks;
+      mainloops[kind][form].push_back(static_cast<double>(r.mainloop_end_ns - r.start_ns) * 1e-3);
+      epilogues[kind][form].push_back(static_cast<double>(r.end_ns - r.epilogue_start_ns) * 1e-3);
     }
     const auto c = static_cast<size_t>(r.cta);
     if (starts_launch(task_kind(r.task))) {
@@ -98,7 +86,7 @@ TraceSummary summarize_trace(const std::vector<LayerTaskTrace>& trace) {
     ph.name = kNames[k];
     ph.task_us /= static_cast<double>(ph.tasks);
     int64_t split = 0;  // tiles with mainloop / signal / epilogue marks: those of every form
-    for (const TraceTileForm& f : forms[k]) split += f.tasks;
+    for (const std::vector<double>& tiles : mainloops[k]) split += static_cast<int64_t>(tiles.size());
     if (split > 0) {
       ph.mainloop_us /= static_cast<double>(split);
       ph.signal_us /= static_cast<double>(split);
@@ -108,15 +96,11 @@ TraceSummary summarize_trace(const std::vector<LayerTaskTrace>& trace) {
   }
   for (size_t k = 1; k < kNames.size(); ++k)
     for (int f = 0; f < kForms; ++f) {
-      TraceTileForm form = forms[k][static_cast<size_t>(f)];
-      if (form.tasks == 0) continue;
-      form.kind = kNames[k];
-      form.shape = f;
-      form.mainloop_us /= static_cast<double>(form.tasks);
-      form.epilogue_us /= static_cast<double>(form.tasks);
-      form.mainloop_median_us = median(mainloops[k][static_cast<size_t>(f)]);
-      form.epilogue_median_us = median(epilogues[k][static_cast<size_t>(f)]);
-      s.forms.push_back(form);
+      const std::vector<double>& mainloop = mainloops[k][static_cast<size_t>(f)];
+      const std::vector<double>& epilogue = epilogues[k][static_cast<size_t>(f)];
+      if (mainloop.empty()) continue;
+      s.forms.push_back({kNames[k], f, static_cast<int64_t>(mainloop.size()), mean(mainloop), mean(epilogue),
+                         median(mainloop), median(epilogue)});
     }
   double mhz = 0;
   int32_t clocked = 0;

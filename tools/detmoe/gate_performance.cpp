@@ -11,16 +11,11 @@
 #include <map>
 
 #include "child_process.h"
+#include "detmoe/median.h"
 #include "data_paths.h"
 
 namespace detmoe::cli {
 namespace {
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n == 0 ? 0 : (n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]));
-}
 
 report::CheckResult could_not_run(const std::string& name, const std::string& why) {
   return {"performance/" + name, report::CheckTarget::cpu(), report::Verdict::kSkip, "could not run: " + why, {}, 0};
