@@ -51,7 +51,7 @@ struct LayerConfig {
   // tiles to CTAs: true, each CTA takes the next tile from a counter when it is free
   // (gemm::GroupedGemm::tile_tickets); false, tile i to CTA i mod grid. Routed experts' rows
   // differ (a tile's K is its expert's rows), so the static deal leaves CTAs uneven. Speed only.
-  bool weight_grad_tickets = false;
+  bool weight_grad_tickets = true;
   // Bound of every device spin-wait, in milliseconds, before the launch fails with kDeviceTimeout.
   int32_t spin_timeout_ms = 2000;
 };
