@@ -35,6 +35,8 @@
 //   --no-save-h: LayerConfig::save_h off (GEMM1 stores a only; the backward recomputes h): what
 //            the h stores cost the forward and the recompute the backward. Adds "/no-save-h" to
 //            the name.
+//   --wgrad-tickets=0|1: LayerConfig::weight_grad_tickets (default: the config's), the weight-gradient
+//            launches' tile deal (static or tickets); a speed knob, so a build can A/B it.
 //   --wgrad-launch=auto|fused|gate-up-later|second: LayerConfig::weight_grad_launch (default auto). The names
 //            do not carry it, so that A/B calls compare the same rows across settings.
 //   --knobs=C:R[,C:R...]: megakernel LayerConfig settings to time, comm_sms C and overlap_rows R
@@ -56,6 +58,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -156,11 +159,19 @@ WeightGradLaunch& wgrad_launch() {
   return v;
 }
 
+// --wgrad-tickets=0|1, set once from the command line (LayerConfig::weight_grad_tickets; unset:
+// the config's default).
+std::optional<bool>& wgrad_tickets() {
+  static std::optional<bool> v;
+  return v;
+}
+
 ProblemSession& session_for(const std::string& impl, const std::string& shape_name, const std::string& routing,
                             const Variant& v, uint64_t seed) {
   Current& c = current();
   const std::string key = impl + "/" + shape_name + "/" + routing + variant_suffix(v) + (v.trace ? "/trace" : "") +
-                          (bf16_weight_grads() ? "/bf16" : "");
+                          (bf16_weight_grads() ? "/bf16" : "") +
+                          (wgrad_tickets() ? (*wgrad_tickets() ? "/wgrad-tickets" : "/wgrad-static") : "");
   if (c.key == key) return *c.session;
   c.session.reset();
   c.key.clear();
@@ -180,6 +191,7 @@ ProblemSession& session_for(const std::string& impl, const std::string& shape_na
   config.overlap_rows = v.knobs.second;
   config.save_h = v.save_h;
   config.weight_grad_launch = wgrad_launch();
+  if (wgrad_tickets()) config.weight_grad_tickets = *wgrad_tickets();
   auto s = ProblemSession::create(impl, shape, *r, seed, std::shared_ptr<RowExchange>(std::move(*ex)), config, options,
                                   /*write_y=*/false);
   check(s.status(), "ProblemSession::create");
@@ -420,6 +432,8 @@ int main(int argc, char** argv) {
     else if (a == "--no-save-h") o.save_h = false;
     else if (a == "--grad-dtype=bf16") o.bf16_grads = true;
     else if (a == "--grad-dtype=fp32") o.bf16_grads = false;
+    else if (a == "--wgrad-tickets=0") wgrad_tickets() = false;
+    else if (a == "--wgrad-tickets=1") wgrad_tickets() = true;
     else if (const char* v = value("--wgrad-launch=")) {
       const StatusOr<WeightGradLaunch> w = parse_weight_grad_launch(v);  // to_string's names, as the fuzz log prints
       if (!w.ok()) {

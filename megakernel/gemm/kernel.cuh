@@ -7,7 +7,8 @@
 // runs the epilogue while the producer already loads the next tile.
 //
 // Bits: an output tile is computed by one CTA, k-blocks in increasing order, the same wgmma
-// sequence whatever the grid or the other groups, so results are identical for any grid size.
+// sequence whatever the grid, the deal or the other groups, so results are identical for any
+// grid size and either deal (TileDeal).
 #pragma once
 
 #include <cuda.h>
@@ -21,6 +22,7 @@
 #include "megakernel/gemm/pipeline.cuh"
 #include "megakernel/gemm/scheduler.cuh"
 #include "megakernel/gemm/smem_layout.cuh"
+#include "megakernel/gemm/task_ring.cuh"
 #include "megakernel/gemm/tile_config.cuh"
 #include "megakernel/ptx/common.cuh"
 #include "megakernel/ptx/tma.cuh"
@@ -28,16 +30,60 @@
 
 namespace detmoe::gemm {
 
+// Which tiles a CTA runs, in increasing id. The static deal (p.tickets = nullptr): CTA c runs
+// c, c + grid, c + 2·grid, …, each of the producer and consumers counting for itself. The ticket
+// deal: the producer thread takes each next id from the global counter once it has issued the
+// previous tile's loads, and hands it to the consumers through the task ring (−1: none left), so
+// a CTA that drew short tiles takes more of them. With groups of unequal row counts
+// (weight gradients of routed tokens: K = an expert's rows) the static deal gave each CTA its
+// own mix of long and short tiles and the launch lasted as long as the unluckiest CTA's sum.
+// Either way the tiles running at once are a window of consecutive ids (bands stay together).
+template <Layout kLayout, class Cfg>
+class TileDeal {
+ public:
+  DETMOE_DEVICE TileDeal(const KernelParams& p, TaskRingStorage<NoDescription>* ring)
+      : scheduler_(p), tickets_(p.tickets), ring_(ring), next_(blockIdx.x) {}
+
+  // The producer thread's next tile, false at the end (the consumers are told).
+  DETMOE_DEVICE bool producer_next(Tile& t) {
+    if (tickets_ == nullptr) return static_next(t);
+    const unsigned int ticket = atomicAdd(tickets_, 1u);
+    const bool ok = ticket <= 0x7fffffffu && scheduler_.at(ticket, t);
+    ring_.push(ok ? static_cast<int32_t>(ticket) : -1);
+    return ok;
+  }
+
+  // Every consumer thread's next tile: the producer's sequence.
+  DETMOE_DEVICE bool consumer_next(Tile& t) {
+    if (tickets_ == nullptr) return static_next(t);
+    const int32_t ticket = ring_.pop_index();
+    return ticket >= 0 && scheduler_.at(ticket, t);
+  }
+
+ private:
+  DETMOE_DEVICE bool static_next(Tile& t) {
+    const bool ok = scheduler_.at(next_, t);
+    next_ += gridDim.x;
+    return ok;
+  }
+
+  TileScheduler<kLayout, Cfg> scheduler_;
+  unsigned int* tickets_;
+  TaskRing<NoDescription> ring_;
+  int64_t next_;
+};
+
 template <Layout kLayout, class Cfg>
 DETMOE_DEVICE void run_producer(const CUtensorMap* map_a, const CUtensorMap* map_b, const KernelParams& p,
-                                const SmemLayout<Cfg>& smem, const Pipeline<Cfg>& pipe) {
+                                const SmemLayout<Cfg>& smem, const Pipeline<Cfg>& pipe,
+                                TaskRingStorage<NoDescription>* ring) {
   using Operands = OperandLayout<kLayout, Cfg>;
   ptx::prefetch_tensor_map(map_a);
   ptx::prefetch_tensor_map(map_b);
-  TileScheduler<kLayout, Cfg> scheduler(p);
+  TileDeal<kLayout, Cfg> deal(p, ring);
   PipelineState<Cfg::kStages> st;
   Tile tile;
-  while (scheduler.next(tile)) {
+  while (deal.producer_next(tile)) {
     const uint32_t bytes = Operands::stage_bytes(tile, p.n, p.m);
     for (int32_t kb = 0; kb < tile.k_blocks; ++kb) {
       pipe.producer_acquire(st, bytes);
@@ -103,7 +149,8 @@ DETMOE_DEVICE void consume_k_blocks(int wg, int32_t k_blocks, const SmemLayout<C
 
 template <Layout kLayout, class Epi, class Cfg>
 DETMOE_DEVICE void run_consumer(int wg, const CUtensorMap* map_c, const CUtensorMap* map_h, const KernelParams& p,
-                                const SmemLayout<Cfg>& smem, const Pipeline<Cfg>& pipe) {
+                                const SmemLayout<Cfg>& smem, const Pipeline<Cfg>& pipe,
+                                TaskRingStorage<NoDescription>* ring) {
   using Operands = OperandLayout<kLayout, Cfg>;
   const uint32_t thread = threadIdx.x % 128;
   const bool issuer = thread == 0;
@@ -112,11 +159,11 @@ DETMOE_DEVICE void run_consumer(int wg, const CUtensorMap* map_c, const CUtensor
     if (p.store_h) ptx::prefetch_tensor_map(map_h);
   }
   SlabStore out(smem.staging(wg, 0), smem.staging(wg, 1), /*barrier_id=*/1 + wg, issuer);
-  TileScheduler<kLayout, Cfg> scheduler(p);
+  TileDeal<kLayout, Cfg> deal(p, ring);
   PipelineState<Cfg::kStages> st;
   float acc[Cfg::kAccumulators];
   Tile tile;
-  while (scheduler.next(tile)) {
+  while (deal.consumer_next(tile)) {
     consume_k_blocks<Operands, Cfg>(wg, tile.k_blocks, smem, pipe, st, acc);
     EpilogueTile et;
     if constexpr (kLayout == Layout::kWeightGrad) {
@@ -140,19 +187,24 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
                         const __grid_constant__ CUtensorMap map_c, const __grid_constant__ CUtensorMap map_h,
                         const KernelParams p) {
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  static_assert(Cfg::kConsumerWarpgroups * 128 == kTaskRingConsumerThreads, "the ring counts every consumer thread");
   extern __shared__ uint8_t smem_raw[];
+  __shared__ TaskRingStorage<NoDescription> ring;  // the ticket deal's (TileDeal)
   const SmemLayout<Cfg> smem = SmemLayout<Cfg>::from_dynamic(smem_raw);
   const Pipeline<Cfg> pipe{smem.full_barriers(), smem.empty_barriers()};
-  if (threadIdx.x == 0) pipe.init();
+  if (threadIdx.x == 0) {
+    pipe.init();
+    TaskRing<NoDescription>(&ring).init();
+  }
   __syncthreads();
 
   const int warpgroup = static_cast<int>(ptx::warp_id_uniform() / 4);
   if (warpgroup == 0) {
     ptx::setmaxnreg_dec<Cfg::kProducerRegisters>();
-    if (threadIdx.x == 0) run_producer<kLayout, Cfg>(&map_a, &map_b, p, smem, pipe);
+    if (threadIdx.x == 0) run_producer<kLayout, Cfg>(&map_a, &map_b, p, smem, pipe, &ring);
   } else {
     ptx::setmaxnreg_inc<Cfg::kConsumerRegisters>();
-    run_consumer<kLayout, Epi, Cfg>(warpgroup - 1, &map_c, &map_h, p, smem, pipe);
+    run_consumer<kLayout, Epi, Cfg>(warpgroup - 1, &map_c, &map_h, p, smem, pipe, &ring);
   }
 #endif
 }

@@ -17,6 +17,8 @@ struct KernelParams {
   int32_t out_cols;        // columns of C (N, or N/2 after SwiGLU)
   const float* row_scale;  // kRowScaleBF16
   int32_t store_h;         // kSwiGLU: also store the bf16 pre-activation
+
+  unsigned int* tickets;  // the dynamic tile deal's counter, zero at launch; nullptr = static deal
 };
 
 }  // namespace detmoe::gemm

@@ -1,11 +1,12 @@
 // Persistent tile scheduler over all groups of a grouped GEMM.
 //
 // Tiles are numbered group by group; inside a group in bands of kBandRows m-blocks (m fastest)
-// for L2 reuse. CTA c takes tiles c, c + grid, c + 2·grid, …. Tile ids only grow, so each CTA
-// walks the group offsets forward once: amortised O(groups) loads, no table, no host sync, and
-// a group with no tiles (zero rows in kForward / kDataGrad) costs one step of that walk.
-// Producer and consumers each run their own copy of this walk and see the same tile sequence.
-// The tile → CTA assignment changes speed only: a tile's bits depend on its coordinates alone.
+// for L2 reuse. Which tiles a CTA runs is the deal's (TileDeal in kernel.cuh: c, c + grid, … or
+// tickets); the ids a CTA runs only grow, so each CTA walks the group offsets forward once:
+// amortised O(groups) loads, no table, no host sync, and a group with no tiles (zero rows in
+// kForward / kDataGrad) costs one step of that walk. Producer and consumers each run their own
+// copy of this walk and see the same tile sequence. The tile → CTA assignment changes speed
+// only: a tile's bits depend on its coordinates alone.
 #pragma once
 
 #include <cstdint>
@@ -37,12 +38,11 @@ class TileScheduler {
         rows_(p.rows),
         m_(p.m),
         k_(p.k),
-        n_blocks_(ceil_div(p.n, Cfg::kBlockN)),
-        next_(blockIdx.x) {}
+        n_blocks_(ceil_div(p.n, Cfg::kBlockN)) {}
 
-  // The next tile of this CTA, false when none is left.
-  DETMOE_DEVICE bool next(Tile& t) {
-    while (next_ >= group_end_) {
+  // Tile `id` (not below any id asked before), false when the problem has fewer tiles.
+  DETMOE_DEVICE bool at(int64_t id, Tile& t) {
+    while (id >= group_end_) {
       if (++group_ >= groups_) return false;
       load_group_rows();
       const int32_t m_extent = kLayout == Layout::kWeightGrad ? m_ : rows_end_ - rows_begin_;
@@ -50,7 +50,7 @@ class TileScheduler {
       group_begin_ = group_end_;
       group_end_ += static_cast<int64_t>(m_blocks_) * n_blocks_;
     }
-    const BandCoords bc = band_coords(next_ - group_begin_, m_blocks_, n_blocks_, Cfg::kBandRows);
+    const BandCoords bc = band_coords(id - group_begin_, m_blocks_, n_blocks_, Cfg::kBandRows);
     t.group = group_;
     t.rows_begin = rows_begin_;
     t.rows_end = rows_end_;
@@ -58,7 +58,6 @@ class TileScheduler {
     t.n0 = bc.n_block * Cfg::kBlockN;
     const int32_t k_extent = kLayout == Layout::kWeightGrad ? rows_end_ - rows_begin_ : k_;
     t.k_blocks = ceil_div(k_extent, Cfg::kBlockK);
-    next_ += gridDim.x;
     return true;
   }
 
@@ -82,7 +81,6 @@ class TileScheduler {
   int32_t m_;
   int32_t k_;
   int32_t n_blocks_;
-  int64_t next_;
   int32_t group_ = -1;
   int64_t group_begin_ = 0;
   int64_t group_end_ = 0;

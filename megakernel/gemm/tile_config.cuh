@@ -21,9 +21,11 @@ struct Tile128x256 {
   static constexpr int kWarpgroupRows = kBlockM / kConsumerWarpgroups;  // 64: one wgmma M
   static constexpr int kAccumulators = kBlockN / 2;  // fp32 per thread of an m64n256 tile
 
-  // Register split after setmaxnreg: 40 + 2·232 = 504 ≤ 512 per thread-slot of 3 warpgroups.
-  static constexpr uint32_t kProducerRegisters = 40;
-  static constexpr uint32_t kConsumerRegisters = 232;
+  // Register split after setmaxnreg: 56 + 2·224 = 504 ≤ 512 per thread-slot of 3 warpgroups.
+  // The producer's ticket deal (TileDeal) spilled 16 instructions' worth at 40 (weight-grad and
+  // data-grad forms, perf/sass_local.py); at 56 / 224 no form spills.
+  static constexpr uint32_t kProducerRegisters = 56;
+  static constexpr uint32_t kConsumerRegisters = 224;
 
   // Rows of L2-friendly bands: consecutive tiles walk kBandRows m-blocks before moving to the
   // next n-block, so the CTAs in flight share A rows and B columns.

@@ -132,7 +132,11 @@ Status run(const GroupedGemm& g, cudaStream_t stream) {
   p.out_cols = static_cast<int32_t>(g.epilogue == Epilogue::kSwiGLU ? g.n / 2 : g.n);
   p.row_scale = g.row_scale;
   p.store_h = g.epilogue == Epilogue::kSwiGLU && g.h != nullptr ? 1 : 0;
+  p.tickets = g.tile_tickets;
   const int grid = g.grid_ctas > 0 ? g.grid_ctas : info->sms;
+  if (g.tile_tickets != nullptr)
+    DETMOE_RETURN_IF_ERROR(cuda_status(cudaMemsetAsync(g.tile_tickets, 0, sizeof(unsigned int), stream),
+                                       "zeroing tile_tickets"));
 
   switch (g.layout) {
     case Layout::kForward:

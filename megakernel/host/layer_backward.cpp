@@ -127,7 +127,8 @@ Status Layer::backward(const LayerBackwardArgs& args, cudaStream_t stream) {
   bp.later_phases = (later.down ? mk::kLaterWgradDown : 0u) | (later.gate_up ? mk::kLaterWgradGateUp : 0u);
   DETMOE_RETURN_IF_ERROR(mk::launch_backward_kernel(bp, m.grid, stream));
   if (!later.any()) return Status::Ok();
-  return mk::routed_weight_grads(sh, m.sizes.capacity, m.ws, args.outputs, fp32, later, m.grid, stream);
+  return mk::routed_weight_grads(sh, m.sizes.capacity, m.ws, args.outputs, fp32, later, m.grid,
+                                 m.config.weight_grad_tickets, stream);
 }
 
 }  // namespace detmoe

@@ -163,6 +163,7 @@ int64_t layout_backward_workspace(uintptr_t base, const LayerSizes& z, Workspace
   ws.dx_slots = c.take<uint16_t>(z.dx_slots);
   ws.dhs = c.take<uint16_t>(z.dhs);
   ws.rank_group_offsets = c.take<int32_t>(z.rank_group_offsets);
+  ws.wgrad_tickets = c.take<unsigned int>(1);
   return c.used();
 }
 

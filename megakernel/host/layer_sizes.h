@@ -29,7 +29,7 @@ struct LayerSizes {
   int64_t chunk_cells = 0;    // int32: P·chunks_per_rank·E
   int64_t rows = 0;           // P·T·k
   int64_t workspace_bytes = 0;  // the forward's buffers (all of the above but the backward's), rounded to 256 bytes
-  int64_t backward_bytes = 0;   // dy, dh, dx_slots, dhs, rank_group_offsets: allocated at a Layer's first backward
+  int64_t backward_bytes = 0;   // dy, dh, dx_slots, dhs, rank_group_offsets, wgrad_tickets: allocated at a Layer's first backward
 };
 
 // Checks that the megakernel can run this problem (beyond validate(config, shape)): bf16,

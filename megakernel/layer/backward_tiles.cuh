@@ -153,8 +153,16 @@ DETMOE_DEVICE void consume_bwd_tile(int wg, const BwdTile& t, const Smem& smem, 
 // eight stores of a tile serialised on each other's shared-memory reads). A stage is released
 // once its stores have read it, one slice later. Every warp waits for and releases every h stage
 // (the ring's count), whether or not its warpgroup has rows.
+//
+// The slice loop is rolled and its four batches unrolled: fully unrolled, the epilogue was ≈ 6,000
+// straight-line SASS instructions run once per tile, and 57 % of its warps' stall samples were
+// instruction fetch (docs/PERF.md, session 32). A register array cannot be indexed by a run-time
+// slice, so each slice reads acc[0, 32) and then slides the next slice's accumulators to the front;
+// acc is consumed (the caller zeroes it for the next tile). Same operations on the same values:
+// the bits do not change.
 struct DSwiGLUEpilogue {
-  DETMOE_DEVICE static void apply(const float (&acc)[Cfg::kAccumulators], const gemm::EpilogueTile& t, int32_t cols,
+  static_assert(Cfg::kAccumulators == 4 * 32, "four 64-column slices of 32 accumulators per thread");
+  DETMOE_DEVICE static void apply(float (&acc)[Cfg::kAccumulators], const gemm::EpilogueTile& t, int32_t cols,
                                   int wg, bool issuer, const Smem& smem, const Pipe& pipe, Stage& st,
                                   const CUtensorMap* map_dh) {
     const uint32_t barrier = 1 + static_cast<uint32_t>(wg);  // the warpgroup's slab barrier (idle here)
@@ -172,7 +180,7 @@ struct DSwiGLUEpilogue {
       pipe.consumer_release(stage);
     };
     int32_t previous = -1;
-#pragma unroll
+#pragma unroll 1
     for (int s = 0; s < 4; ++s) {
       const int32_t col = t.col0 + 64 * s;
       if (col >= cols) break;  // uniform over the CTA: the producer streamed exactly these stages
@@ -191,7 +199,7 @@ struct DSwiGLUEpilogue {
           auto half = [](uint32_t v, int e) {
             return float_from_bf16_bits(static_cast<uint16_t>(e == 0 ? v & 0xffffu : v >> 16));
           };
-          const int i0 = 32 * s + 8 * b;
+          const int i0 = 8 * b;  // slice s's accumulators lie at the front (slid below)
           float dg[8], du[8];
           gemm::dswiglu_batch<8>([&](int j) { return half(g4[j / 2], j % 2); },
                                  [&](int j) { return half(u4[j / 2], j % 2); }, [&](int j) { return acc[i0 + j]; },
@@ -216,6 +224,8 @@ struct DSwiGLUEpilogue {
       if (previous >= 0) release(previous, std::integral_constant<int, 1>{});
       previous = st.stage;
       st.advance();
+#pragma unroll
+      for (int i = 0; i + 32 < Cfg::kAccumulators; ++i) acc[i] = acc[i + 32];
     }
     if (previous >= 0) release(previous, std::integral_constant<int, 0>{});
   }

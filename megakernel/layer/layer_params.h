@@ -114,6 +114,7 @@ struct Workspace {
   uint16_t* dx_slots;  // [T·k, H]: dx rows pushed back to their source rank's (token, slot)
   uint16_t* dhs;       // [T, 2Fs]: shared expert's [dg | du] (Fs > 0)
   int32_t* rank_group_offsets;  // [P, E/P + 1]: the GEMM core's groups (recompute_h, weight_grads.h)
+  unsigned int* wgrad_tickets;  // [1]: the weight-gradient launches' tile deal (weight_grads.h)
   unsigned long long* counters;  // [P, CounterLayout::per_rank]
 };
 

@@ -29,10 +29,10 @@ Case make_case(Layout layout, uint64_t seed) {
   return c;
 }
 
-std::vector<uint8_t> run_bytes(const Case& c, Epilogue e, int32_t grid) {
+std::vector<uint8_t> run_bytes(const Case& c, Epilogue e, int32_t grid, unsigned int* tickets = nullptr) {
   DeviceProblem d;
   upload_problem(c.p, c.a, c.b, e, d);
-  const Status s = run_problem(c.p, e, d, grid);
+  const Status s = run_problem(c.p, e, d, grid, true, tickets);
   EXPECT_TRUE(s.ok()) << s.to_string();
   return download<uint8_t>(d.c, d.c.bytes());
 }
@@ -49,6 +49,26 @@ TEST_P(GemmSchedule, GridSizeDoesNotChangeBits) {
       ASSERT_EQ(full.size(), other.size());
       EXPECT_EQ(std::memcmp(full.data(), other.data(), full.size()), 0)
           << describe(c.p) << ", " << to_string(e) << ": grid " << grid << " differs from grid 132";
+    }
+  }
+}
+
+// The ticket deal (GroupedGemm::tile_tickets) runs the same tiles on other CTAs: same bits at
+// every grid size. The counter starts at garbage and is reused by every run, so a run() that did
+// not zero it would skip tiles and leave the poisoned NaN in C.
+TEST_P(GemmSchedule, TicketDealDoesNotChangeBits) {
+  DETMOE_REQUIRE_GPU();
+  const Case c = make_case(GetParam(), 24);
+  DeviceBuffer counter(sizeof(unsigned int));
+  ASSERT_EQ(cudaMemset(counter.get(), 0x5A, sizeof(unsigned int)), cudaSuccess);
+  for (Epilogue e : {Epilogue::kStoreFP32, Epilogue::kStoreBF16}) {
+    const auto fixed = run_bytes(c, e, 132);
+    for (int32_t grid : {132, 66, 17, 1, 1000}) {
+      const auto dealt = run_bytes(c, e, grid, counter.as<unsigned int>());
+      ASSERT_EQ(fixed.size(), dealt.size());
+      EXPECT_EQ(std::memcmp(fixed.data(), dealt.data(), fixed.size()), 0)
+          << describe(c.p) << ", " << to_string(e) << ": the ticket deal on grid " << grid
+          << " differs from the static deal on grid 132";
     }
   }
 }

@@ -64,6 +64,14 @@ TEST(GemmValidate, NamesMisalignedPointersAndPitches) {
   expect_invalid(g, "c is null");
 }
 
+TEST(GemmValidate, NamesAMisalignedTicketCounter) {
+  GroupedGemm g = valid_forward();
+  g.tile_tickets = reinterpret_cast<unsigned int*>(reinterpret_cast<uintptr_t>(g_storage) + 2);
+  expect_invalid(g, "tile_tickets is not 4-byte aligned (address % 4 = 2)");
+  g.tile_tickets = reinterpret_cast<unsigned int*>(g_storage);
+  EXPECT_TRUE(validate(g).ok());
+}
+
 TEST(GemmValidate, EpiloguesMatchLayouts) {
   GroupedGemm g = valid_forward();
   g.layout = Layout::kDataGrad;

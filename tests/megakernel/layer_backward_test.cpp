@@ -168,7 +168,8 @@ TEST(MegakernelBackwardD1, SmCountsAndKnobsGiveIdenticalBits) {
 // and in the GEMM-core launches after it (one or both of them) are the same tiles reduced in the
 // same order, so every output keeps its bits — with empty experts, partial m-blocks and columns (F = 192, H = 256 and
 // 320), bf16 weight gradients and loopback ranks (each rank's own groups and outputs), and with
-// h recomputed (the second launch reads dh after the dSwiGLU overwrote the recomputed h).
+// h recomputed (the second launch reads dh after the dSwiGLU overwrote the recomputed h). The
+// GEMM-core launches' ticket deal (LayerConfig::weight_grad_tickets) is checked the same way.
 TEST(MegakernelBackwardD1, WeightGradLaunchGivesIdenticalBits) {
   DETMOE_REQUIRE_GPU();
   struct Draw {
@@ -191,8 +192,12 @@ TEST(MegakernelBackwardD1, WeightGradLaunchGivesIdenticalBits) {
     const auto fused = run_megakernel_once(d.shape, r, 54, c, true);
     ASSERT_FALSE(fused.empty());
     for (WeightGradLaunch w : {WeightGradLaunch::kGateUpLater, WeightGradLaunch::kSecondLaunch, WeightGradLaunch::kAuto}) {
-      c.weight_grad_launch = w;
-      EXPECT_TRUE(bitwise_equal(run_megakernel_once(d.shape, r, 54, c, true), fused)) << to_string(w);
+      for (bool tickets : {false, true}) {
+        c.weight_grad_launch = w;
+        c.weight_grad_tickets = tickets;
+        EXPECT_TRUE(bitwise_equal(run_megakernel_once(d.shape, r, 54, c, true), fused))
+            << to_string(w) << (tickets ? ", ticket deal" : ", static deal");
+      }
     }
   }
 }
