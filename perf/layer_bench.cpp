@@ -36,7 +36,8 @@
 //            the h stores cost the forward and the recompute the backward. Adds "/no-save-h" to
 //            the name.
 //   --wgrad-tickets=0|1: LayerConfig::weight_grad_tickets (default: the config's), the weight-gradient
-//            launches' tile deal (static or tickets); a speed knob, so a build can A/B it.
+//            launches' tile deal (static or tickets); a speed knob, so a build can A/B it. Set once
+//            per process, so neither the names nor the session key carry it (as --wgrad-launch).
 //   --wgrad-launch=auto|fused|gate-up-later|second: LayerConfig::weight_grad_launch (default auto). The names
 //            do not carry it, so that A/B calls compare the same rows across settings.
 //   --knobs=C:R[,C:R...]: megakernel LayerConfig settings to time, comm_sms C and overlap_rows R
@@ -170,8 +171,7 @@ ProblemSession& session_for(const std::string& impl, const std::string& shape_na
                             const Variant& v, uint64_t seed) {
   Current& c = current();
   const std::string key = impl + "/" + shape_name + "/" + routing + variant_suffix(v) + (v.trace ? "/trace" : "") +
-                          (bf16_weight_grads() ? "/bf16" : "") +
-                          (wgrad_tickets() ? (*wgrad_tickets() ? "/wgrad-tickets" : "/wgrad-static") : "");
+                          (bf16_weight_grads() ? "/bf16" : "");
   if (c.key == key) return *c.session;
   c.session.reset();
   c.key.clear();

@@ -47,7 +47,7 @@ class TaskRing {
   }
 
   // Producer thread: hands task number `index` (−1: no more) to the consumers, without a
-  // description (copy tasks, the end).
+  // description (the layer's copy tasks, every task of a ring without descriptions, the end).
   DETMOE_DEVICE void push(int32_t index) {
     reserve();
     publish(index);

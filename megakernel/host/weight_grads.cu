@@ -58,9 +58,9 @@ Status rank_group_offsets(const Shape& shape, const Workspace& ws, cudaStream_t 
 Status routed_weight_grads(const Shape& shape, int64_t capacity, const Workspace& ws,
                            std::span<const DeviceGradOutputs> outputs, bool fp32, LaterWeightGrads which, int grid,
                            bool tickets, cudaStream_t stream) {
-  // One counter for every launch: they run one after another on `stream`, each zeroing it first.
+  // One counter for every launch (layout_backward_workspace always carves it): they run one after
+  // another on `stream`, each zeroing it first.
   unsigned int* const deal = tickets ? ws.wgrad_tickets : nullptr;
-  if (tickets && deal == nullptr) return Status(ErrorCode::kInternal, "backward: the workspace has no tile-deal counter");
   const int64_t P = shape.P, H = shape.H, F = shape.F;
   const int32_t epr = static_cast<int32_t>(shape.experts_per_rank());
   if (static_cast<int64_t>(outputs.size()) != P)
