@@ -48,9 +48,10 @@ struct LayerConfig {
   int64_t recv_capacity_rows = 0;
   WeightGradLaunch weight_grad_launch = WeightGradLaunch::kAuto;
   // How the weight-gradient GEMM-core launches (weight_grad_launch other than kFused) deal their
-  // tiles to CTAs: true, each CTA takes the next tile from a counter when it is free
-  // (gemm::GroupedGemm::tile_tickets); false, tile i to CTA i mod grid. Routed experts' rows
-  // differ (a tile's K is its expert's rows), so the static deal leaves CTAs uneven. Speed only.
+  // tiles to CTAs: true, by tickets where the experts' rows are uneven — each CTA takes the next
+  // tile from a counter when it is free (gemm::GroupedGemm::tile_tickets) — and statically where
+  // they are even; false, always tile i to CTA i mod grid. A tile's K is its expert's rows, so with
+  // uneven experts the static deal leaves CTAs uneven. Speed only.
   bool weight_grad_tickets = true;
   // Bound of every device spin-wait, in milliseconds, before the launch fails with kDeviceTimeout.
   int32_t spin_timeout_ms = 2000;

@@ -65,11 +65,13 @@ struct GroupedGemm {
   // CTAs of the persistent grid; 0 = one per SM. Changes speed, never bits (tests use it).
   int32_t grid_ctas = 0;
   // The tile deal. nullptr: static, tile i to CTA i mod grid. A device counter (one 4-byte
-  // aligned word): each CTA takes its next tile number from it (atomicAdd) once it has issued the
-  // previous tile's loads, so CTAs that drew short tiles take more of them — for groups of unequal
-  // rows in kWeightGrad, where a tile's K is its group's row count. run() zeroes it on `stream`
-  // before the launch, so launches on one stream may share it and launches that can run at once
-  // may not. Changes speed, never bits.
+  // aligned word): where the groups are uneven (the largest group's rows above 1.5× the mean,
+  // decided on the device from group_offsets), each CTA takes its next tile number from it
+  // (atomicAdd) once it has issued the previous tile's loads, so CTAs that drew short tiles take
+  // more of them — for kWeightGrad, where a tile's K is its group's row count; with even groups
+  // the deal stays static (tickets cost there: docs/PERF.md session 33). run() zeroes it on
+  // `stream` before the launch, so launches on one stream may share it and launches that can run
+  // at once may not. Changes speed, never bits.
   unsigned int* tile_tickets = nullptr;
 };
 

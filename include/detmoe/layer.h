@@ -70,6 +70,9 @@ struct LayerTaskTrace {
   // GEMM tasks: the wgmma form (megakernel TileShape: 0 full, 1 split columns, 2 narrow, 3 half
   // rows).
   int32_t tile_shape = 0;
+  // SM cycles (clock64) from the task's start to its end, so each phase's own SM clock can be
+  // told (under a power cap the clock moves between phases); 0 = not recorded.
+  int64_t task_cycles = 0;
 };
 
 // Forward arguments: one entry per rank (P entries in loopback), as for the reference layer.

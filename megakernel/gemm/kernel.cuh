@@ -30,7 +30,7 @@
 
 namespace detmoe::gemm {
 
-// Which tiles a CTA runs, in increasing id. The static deal (p.tickets = nullptr): CTA c runs
+// Which tiles a CTA runs, in increasing id. The static deal (tickets = nullptr): CTA c runs
 // c, c + grid, c + 2·grid, …, each of the producer and consumers counting for itself. The ticket
 // deal: the producer thread takes each next id from the global counter once it has issued the
 // previous tile's loads, and hands it to the consumers through the task ring (−1: none left), so
@@ -41,8 +41,8 @@ namespace detmoe::gemm {
 template <Layout kLayout, class Cfg>
 class TileDeal {
  public:
-  DETMOE_DEVICE TileDeal(const KernelParams& p, TaskRingStorage<NoDescription>* ring)
-      : scheduler_(p), tickets_(p.tickets), ring_(ring), next_(blockIdx.x) {}
+  DETMOE_DEVICE TileDeal(const KernelParams& p, unsigned int* tickets, TaskRingStorage<NoDescription>* ring)
+      : scheduler_(p), tickets_(tickets), ring_(ring), next_(blockIdx.x) {}
 
   // The producer thread's next tile, false at the end (the consumers are told).
   DETMOE_DEVICE bool producer_next(Tile& t) {
@@ -75,12 +75,12 @@ class TileDeal {
 
 template <Layout kLayout, class Cfg>
 DETMOE_DEVICE void run_producer(const CUtensorMap* map_a, const CUtensorMap* map_b, const KernelParams& p,
-                                const SmemLayout<Cfg>& smem, const Pipeline<Cfg>& pipe,
+                                const SmemLayout<Cfg>& smem, const Pipeline<Cfg>& pipe, unsigned int* tickets,
                                 TaskRingStorage<NoDescription>* ring) {
   using Operands = OperandLayout<kLayout, Cfg>;
   ptx::prefetch_tensor_map(map_a);
   ptx::prefetch_tensor_map(map_b);
-  TileDeal<kLayout, Cfg> deal(p, ring);
+  TileDeal<kLayout, Cfg> deal(p, tickets, ring);
   PipelineState<Cfg::kStages> st;
   Tile tile;
   while (deal.producer_next(tile)) {
@@ -149,7 +149,7 @@ DETMOE_DEVICE void consume_k_blocks(int wg, int32_t k_blocks, const SmemLayout<C
 
 template <Layout kLayout, class Epi, class Cfg>
 DETMOE_DEVICE void run_consumer(int wg, const CUtensorMap* map_c, const CUtensorMap* map_h, const KernelParams& p,
-                                const SmemLayout<Cfg>& smem, const Pipeline<Cfg>& pipe,
+                                const SmemLayout<Cfg>& smem, const Pipeline<Cfg>& pipe, unsigned int* tickets,
                                 TaskRingStorage<NoDescription>* ring) {
   using Operands = OperandLayout<kLayout, Cfg>;
   const uint32_t thread = threadIdx.x % 128;
@@ -159,7 +159,7 @@ DETMOE_DEVICE void run_consumer(int wg, const CUtensorMap* map_c, const CUtensor
     if (p.store_h) ptx::prefetch_tensor_map(map_h);
   }
   SlabStore out(smem.staging(wg, 0), smem.staging(wg, 1), /*barrier_id=*/1 + wg, issuer);
-  TileDeal<kLayout, Cfg> deal(p, ring);
+  TileDeal<kLayout, Cfg> deal(p, tickets, ring);
   PipelineState<Cfg::kStages> st;
   float acc[Cfg::kAccumulators];
   Tile tile;
@@ -181,6 +181,29 @@ DETMOE_DEVICE void run_consumer(int wg, const CUtensorMap* map_c, const CUtensor
   out.drain();
 }
 
+// Whether p's groups are uneven enough for the ticket deal: the largest group's rows above 1.5×
+// the mean (the clamped rows load_group_rows gives each group). Every lane of one warp (a warp
+// reduction over the offsets, ≈ 1 µs once per CTA); every CTA reads the same offsets, so all
+// agree. The ticket deal gained where groups differ (zipf1 backward on an H100, session 33:
+// gpt-oss-120b −1.4 ms, deepseek-v3 −0.4, qwen3 −0.2) and cost where they are equal
+// (mixtral-8x7b balanced +0.3 ms, deepseek-v3 +0.1): equal tiles keep the static deal in step.
+DETMOE_DEVICE bool groups_uneven(const KernelParams& p) {
+  if (p.group_offsets == nullptr || p.groups <= 1) return false;
+  int32_t largest = 0;
+  int64_t total = 0;
+  for (int32_t g = static_cast<int32_t>(ptx::lane_id()); g < p.groups; g += 32) {
+    const int32_t lo = min(max(__ldg(p.group_offsets + g), 0), p.rows);
+    const int32_t hi = min(max(__ldg(p.group_offsets + g + 1), lo), p.rows);
+    largest = max(largest, hi - lo);
+    total += hi - lo;
+  }
+  for (int offset = 16; offset > 0; offset /= 2) {
+    largest = max(largest, __shfl_xor_sync(0xffffffffu, largest, offset));
+    total += __shfl_xor_sync(0xffffffffu, total, offset);
+  }
+  return 2 * static_cast<int64_t>(largest) * p.groups > 3 * total;
+}
+
 template <Layout kLayout, class Epi, class Cfg = Tile128x256>
 __global__ void __launch_bounds__(Cfg::kThreads, 1)
     grouped_gemm_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
@@ -190,21 +213,27 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   static_assert(Cfg::kConsumerWarpgroups * 128 == kTaskRingConsumerThreads, "the ring counts every consumer thread");
   extern __shared__ uint8_t smem_raw[];
   __shared__ TaskRingStorage<NoDescription> ring;  // the ticket deal's (TileDeal)
+  __shared__ int32_t by_tickets;
   const SmemLayout<Cfg> smem = SmemLayout<Cfg>::from_dynamic(smem_raw);
   const Pipeline<Cfg> pipe{smem.full_barriers(), smem.empty_barriers()};
-  if (threadIdx.x == 0) {
-    pipe.init();
-    TaskRing<NoDescription>(&ring).init();
+  if (ptx::warp_id_uniform() == 0) {
+    const bool uneven = p.tickets != nullptr && groups_uneven(p);
+    if (threadIdx.x == 0) {
+      pipe.init();
+      TaskRing<NoDescription>(&ring).init();
+      by_tickets = uneven ? 1 : 0;
+    }
   }
   __syncthreads();
+  unsigned int* const tickets = by_tickets != 0 ? p.tickets : nullptr;
 
   const int warpgroup = static_cast<int>(ptx::warp_id_uniform() / 4);
   if (warpgroup == 0) {
     ptx::setmaxnreg_dec<Cfg::kProducerRegisters>();
-    if (threadIdx.x == 0) run_producer<kLayout, Cfg>(&map_a, &map_b, p, smem, pipe, &ring);
+    if (threadIdx.x == 0) run_producer<kLayout, Cfg>(&map_a, &map_b, p, smem, pipe, tickets, &ring);
   } else {
     ptx::setmaxnreg_inc<Cfg::kConsumerRegisters>();
-    run_consumer<kLayout, Epi, Cfg>(warpgroup - 1, &map_c, &map_h, p, smem, pipe, &ring);
+    run_consumer<kLayout, Epi, Cfg>(warpgroup - 1, &map_c, &map_h, p, smem, pipe, tickets, &ring);
   }
 #endif
 }

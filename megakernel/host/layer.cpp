@@ -215,7 +215,9 @@ StatusOr<std::vector<LayerTaskTrace>> Layer::downloaded_trace() const {
   for (int32_t c = 0; c < m.grid; ++c)
     for (int64_t i = 0; i < std::min<int64_t>(counts[c], cap); ++i) {
       const unsigned long long* r = records.data() + (c * cap + i) * 4;
-      LayerTaskTrace t{c, r[0], static_cast<int64_t>(r[1]), static_cast<int64_t>(r[2])};
+      // r[2]: the task's ns after its start (low 32 bits) and its SM cycles (high 32), trace.cuh.
+      LayerTaskTrace t{c, r[0], static_cast<int64_t>(r[1]), static_cast<int64_t>(r[1] + (r[2] & 0xffffffffull))};
+      t.task_cycles = static_cast<int64_t>(r[2] >> 32);
       if (mk::starts_launch(mk::task_kind(t.task)))
         t.sm_cycles = static_cast<int64_t>(r[3]);
       else if (r[3] != 0) {

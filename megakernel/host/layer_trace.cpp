@@ -49,6 +49,7 @@ TraceSummary summarize_trace(const std::vector<LayerTaskTrace>& trace) {
   s.ctas = max_cta + 1;
   s.span_us = static_cast<double>(t1 - t0) * 1e-3;
   std::array<TracePhase, kNames.size()> by_kind{};
+  std::array<double, kNames.size()> clocked_cycles{}, clocked_ns{};  // tasks with cycles recorded
   constexpr int kForms = 16;
   // Per kind and wgmma form: each tile's mainloop and epilogue µs (their means and medians).
   std::array<std::array<std::vector<double>, kForms>, kNames.size()> mainloops{}, epilogues{};
@@ -64,6 +65,10 @@ TraceSummary summarize_trace(const std::vector<LayerTaskTrace>& trace) {
     ph.busy_us += (end - start) / s.ctas;
     ph.task_us += end - start;
     ++ph.tasks;
+    if (r.task_cycles > 0 && r.end_ns > r.start_ns) {
+      clocked_cycles[kind] += static_cast<double>(r.task_cycles);
+      clocked_ns[kind] += static_cast<double>(r.end_ns - r.start_ns);
+    }
     if (r.mainloop_end_ns > 0 && r.start_ns <= r.mainloop_end_ns && r.mainloop_end_ns <= r.epilogue_start_ns &&
         r.epilogue_start_ns <= r.end_ns) {
       ph.mainloop_us += static_cast<double>(r.mainloop_end_ns - r.start_ns) * 1e-3;
@@ -85,6 +90,7 @@ TraceSummary summarize_trace(const std::vector<LayerTaskTrace>& trace) {
     if (ph.tasks == 0) continue;
     ph.name = kNames[k];
     ph.task_us /= static_cast<double>(ph.tasks);
+    if (clocked_ns[k] > 0) ph.sm_mhz = clocked_cycles[k] * 1e3 / clocked_ns[k];
     int64_t split = 0;  // tiles with mainloop / signal / epilogue marks: those of every form
     for (const std::vector<double>& tiles : mainloops[k]) split += static_cast<int64_t>(tiles.size());
     if (split > 0) {
@@ -117,12 +123,12 @@ std::string format_trace_summary(const TraceSummary& s) {
   std::string out = fmt::format(
       "task timeline: {:.1f} µs from the first task start to the last end, {} CTAs, SM clock {:.0f} MHz\n", s.span_us,
       s.ctas, s.sm_clock_mhz);
-  out += fmt::format("  {:<14} {:>8} {:>11} {:>11} {:>13} {:>10} {:>12} {:>10} {:>12}\n", "kind", "tasks", "first µs",
-                     "last µs", "busy µs/CTA", "µs/task", "mainloop µs", "signal µs", "epilogue µs");
+  out += fmt::format("  {:<14} {:>8} {:>11} {:>11} {:>13} {:>10} {:>6} {:>12} {:>10} {:>12}\n", "kind", "tasks",
+                     "first µs", "last µs", "busy µs/CTA", "µs/task", "MHz", "mainloop µs", "signal µs", "epilogue µs");
   double busy = 0;
   for (const TracePhase& p : s.phases) {
-    out += fmt::format("  {:<14} {:>8} {:>11.1f} {:>11.1f} {:>13.1f} {:>10.2f}", p.name, p.tasks, p.first_us, p.last_us,
-                       p.busy_us, p.task_us);
+    out += fmt::format("  {:<14} {:>8} {:>11.1f} {:>11.1f} {:>13.1f} {:>10.2f} {:>6}", p.name, p.tasks, p.first_us,
+                       p.last_us, p.busy_us, p.task_us, p.sm_mhz > 0 ? fmt::format("{:.0f}", p.sm_mhz) : "-");
     out += p.mainloop_us > 0 ? fmt::format(" {:>12.2f} {:>10.2f} {:>12.2f}\n", p.mainloop_us, p.signal_us, p.epilogue_us)
                              : std::string("\n");
     busy += p.busy_us;
@@ -171,6 +177,7 @@ std::string trace_chrome_json(const std::vector<LayerTaskTrace>& trace) {
       args["epilogue_start_us"] = us(r.epilogue_start_ns);
     }
     if (r.sm_cycles > 0) args["sm_cycles"] = r.sm_cycles;
+    if (r.task_cycles > 0) args["task_cycles"] = r.task_cycles;
     events.push_back({{"name", fmt::format("{} {}", kind_name(r.task), task_index(r.task))},
                       {"cat", kind_name(r.task)},
                       {"ph", "X"},

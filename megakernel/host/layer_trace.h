@@ -24,6 +24,8 @@ struct TracePhase {
   double mainloop_us = 0;
   double signal_us = 0;
   double epilogue_us = 0;
+  // The SM clock while this kind's tasks ran: Σ task cycles / Σ task time (0: none recorded).
+  double sm_mhz = 0;
 };
 
 // GEMM tiles of one kind and wgmma form (megakernel TileShape).

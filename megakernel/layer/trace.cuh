@@ -1,6 +1,7 @@
 // The optional task timeline of the fused kernel (LayerOptions::trace_tasks_per_cta): thread 128
 // of each CTA (the first consumer thread, which runs every task of the CTA) appends (task id,
-// start, end, aux) in %globaltimer nanoseconds for the plan and every task it runs, so a profile
+// start, end, aux) in %globaltimer nanoseconds for the plan and every task it runs (end: its ns
+// after start in the low 32 bits, the SM cycles over the same time in the high 32), so a profile
 // can split a launch into plan / dispatch / GEMMs / combine / sum / waiting. aux: for a GEMM
 // task, the tile's wgmma form in bits 60–63 and two offsets from its start in ns, mainloop end in
 // bits 32–59 and the previous tile's signal sent (i.e. epilogue start) in bits 0–31, so the host
@@ -25,6 +26,7 @@ struct TraceState {
   unsigned long long start;
   unsigned long long aux;
   long long launch_clock;  // clock64 at the launch's start
+  long long start_clock;   // clock64 at the task's start
 };
 __shared__ TraceState trace_state;
 
@@ -40,6 +42,7 @@ struct TaskTracer {
   static DETMOE_DEVICE void start(const LayerParams& p) {
     if (!writer(p)) return;
     trace_state.start = globaltimer_ns();
+    trace_state.start_clock = clock64();
     trace_state.aux = 0;
   }
 
@@ -61,7 +64,8 @@ struct TaskTracer {
     unsigned long long* r = p.trace + (static_cast<int64_t>(blockIdx.x) * p.trace_capacity + trace_state.count) * 4;
     r[0] = task;
     r[1] = trace_state.start;
-    r[2] = globaltimer_ns();
+    r[2] = ((globaltimer_ns() - trace_state.start) & 0xffffffffull) |
+           (static_cast<unsigned long long>(clock64() - trace_state.start_clock) << 32);
     r[3] = trace_state.aux;
     ++trace_state.count;
   }

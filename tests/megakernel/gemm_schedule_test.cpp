@@ -53,22 +53,50 @@ TEST_P(GemmSchedule, GridSizeDoesNotChangeBits) {
   }
 }
 
+// Output tiles of a problem (128 × 256 each), as the scheduler numbers them.
+int64_t tile_count(const Problem& p) {
+  const int64_t n_blocks = (p.n + 255) / 256;
+  if (p.layout == Layout::kWeightGrad) return p.groups() * ((p.m + 127) / 128) * n_blocks;
+  int64_t tiles = 0;
+  for (int32_t g = 0; g < p.groups(); ++g) tiles += (p.offsets[g + 1] - p.offsets[g] + 127) / 128 * n_blocks;
+  return tiles;
+}
+
+unsigned int read_counter(const DeviceBuffer& counter) {
+  unsigned int v = 0;
+  EXPECT_EQ(cudaMemcpy(&v, counter.get(), sizeof v, cudaMemcpyDeviceToHost), cudaSuccess);
+  return v;
+}
+
 // The ticket deal (GroupedGemm::tile_tickets) runs the same tiles on other CTAs: same bits at
-// every grid size. The counter starts at garbage and is reused by every run, so a run() that did
-// not zero it would skip tiles and leave the poisoned NaN in C.
+// every grid size. Uneven groups (the case's: largest 1000 rows against a mean of 251) take
+// tickets — every CTA takes one past the last tile, so the counter ends at tiles + grid; even
+// groups keep the static deal and leave it at 0. The counter starts at garbage and is reused by
+// every run, so a run() that did not zero it would skip tiles and leave the poisoned NaN in C.
 TEST_P(GemmSchedule, TicketDealDoesNotChangeBits) {
   DETMOE_REQUIRE_GPU();
-  const Case c = make_case(GetParam(), 24);
+  Case even = make_case(GetParam(), 25);
+  even.p.offsets = offsets_from_sizes({256, 256, 256, 256}, 3);
+  even.p.rows = even.p.offsets.back() + 2;
+  even.a = normal_bf16(static_cast<size_t>(even.p.a_rows() * even.p.pitch_a()), 25);
+  even.b = normal_bf16(static_cast<size_t>(even.p.b_rows() * even.p.pitch_b()), 26);
+  const Case uneven = make_case(GetParam(), 24);
   DeviceBuffer counter(sizeof(unsigned int));
   ASSERT_EQ(cudaMemset(counter.get(), 0x5A, sizeof(unsigned int)), cudaSuccess);
-  for (Epilogue e : {Epilogue::kStoreFP32, Epilogue::kStoreBF16}) {
-    const auto fixed = run_bytes(c, e, 132);
-    for (int32_t grid : {132, 66, 17, 1, 1000}) {
-      const auto dealt = run_bytes(c, e, grid, counter.as<unsigned int>());
-      ASSERT_EQ(fixed.size(), dealt.size());
-      EXPECT_EQ(std::memcmp(fixed.data(), dealt.data(), fixed.size()), 0)
-          << describe(c.p) << ", " << to_string(e) << ": the ticket deal on grid " << grid
-          << " differs from the static deal on grid 132";
+  const Case* const cases[] = {&uneven, &even};
+  for (const Case* c : cases) {
+    const bool by_tickets = c == &uneven;
+    for (Epilogue e : {Epilogue::kStoreFP32, Epilogue::kStoreBF16}) {
+      const auto fixed = run_bytes(*c, e, 132);
+      for (int32_t grid : {132, 66, 17, 1, 1000}) {
+        const auto dealt = run_bytes(*c, e, grid, counter.as<unsigned int>());
+        ASSERT_EQ(fixed.size(), dealt.size());
+        EXPECT_EQ(std::memcmp(fixed.data(), dealt.data(), fixed.size()), 0)
+            << describe(c->p) << ", " << to_string(e) << ": the deal with a counter on grid " << grid
+            << " differs from the static deal on grid 132";
+        EXPECT_EQ(int64_t{read_counter(counter)}, by_tickets ? tile_count(c->p) + grid : int64_t{0})
+            << describe(c->p) << ", grid " << grid << (by_tickets ? ": uneven groups" : ": even groups");
+      }
     }
   }
 }

@@ -165,8 +165,9 @@ TEST(MegakernelLayer, UploadedDataGivesTheSeededBits) {
   }
 }
 
-// The task timeline (LayerOptions::trace_tasks_per_cta) records each task once with start ≤ end,
-// one plan record per CTA, and changes no bits.
+// The task timeline (LayerOptions::trace_tasks_per_cta) records each task once with start ≤ end
+// and its SM cycles, one plan record per CTA, and changes no bits; each phase's clock (cycles over
+// time) is a physical one.
 TEST(MegakernelTrace, RecordsEveryTaskOnceAndChangesNoBits) {
   DETMOE_REQUIRE_GPU();
   const Shape s{700, 128, 128, 32, 3, 2, 64};
@@ -187,6 +188,7 @@ TEST(MegakernelTrace, RecordsEveryTaskOnceAndChangesNoBits) {
   int64_t dispatch = 0, sums = 0;
   for (const LayerTaskTrace& t : *trace) {
     EXPECT_LE(t.start_ns, t.end_ns);
+    EXPECT_GT(t.task_cycles, 0) << "task 0x" << std::hex << t.task;
     if (mk::task_kind(t.task) == mk::TaskKind::kPlan) {
       EXPECT_TRUE(plan_records.insert({t.cta, t.task}).second);
       continue;
@@ -202,6 +204,10 @@ TEST(MegakernelTrace, RecordsEveryTaskOnceAndChangesNoBits) {
   EXPECT_EQ(sums, s.P * ((s.T + mk::kSumChunkTokens - 1) / mk::kSumChunkTokens));
   const mk::TraceSummary summary = mk::summarize_trace(*trace);
   EXPECT_GT(summary.span_us, 0.0);
+  for (const mk::TracePhase& phase : summary.phases) {
+    EXPECT_GT(phase.sm_mhz, 300.0) << phase.name;
+    EXPECT_LT(phase.sm_mhz, 3000.0) << phase.name;
+  }
   std::printf("%s", mk::format_trace_summary(summary).c_str());
 }
 

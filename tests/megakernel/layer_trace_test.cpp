@@ -14,14 +14,16 @@ uint64_t id(TaskKind kind, uint32_t index) { return make_task_id(kind, 0, index)
 
 TEST(LayerTrace, SummarisesPhasesByKind) {
   // Two CTAs; times in ns, the launch starts at 1'000'000.
-  // GEMM1 tasks: mainloops of 36 and 30 µs, signals of 0 and 2, epilogues of 4 and 8. Plan records: CTA 0 ran
+  // GEMM1 tasks: mainloops of 36 and 30 µs, signals of 0 and 2, epilogues of 4 and 8, 60'000 and 80'000 SM
+  // cycles over their 40 µs each (the phase's clock: 140'000 cycles in 80 µs, 1750 MHz; the other
+  // kinds recorded none). Plan records: CTA 0 ran
   // 140'000 cycles over its 70 µs (2000 MHz), CTA 1 108'000 over its 64 µs (1687.5 MHz).
   const std::vector<LayerTaskTrace> trace = {
       {0, id(TaskKind::kPlan, 0), 1'000'000, 1'010'000, 0, 0, 140'000},
       {1, id(TaskKind::kPlan, 0), 1'000'000, 1'012'000, 0, 0, 108'000},
       {0, id(TaskKind::kPlaceDispatch, 0), 1'010'000, 1'030'000},
-      {1, id(TaskKind::kGemm1, 3), 1'012'000, 1'052'000, 1'048'000, 1'048'000},
-      {0, id(TaskKind::kGemm1, 0), 1'030'000, 1'070'000, 1'060'000, 1'062'000, 0, 3},
+      {1, id(TaskKind::kGemm1, 3), 1'012'000, 1'052'000, 1'048'000, 1'048'000, 0, 0, 60'000},
+      {0, id(TaskKind::kGemm1, 0), 1'030'000, 1'070'000, 1'060'000, 1'062'000, 0, 3, 80'000},
       {1, id(TaskKind::kWeightedSum, 0), 1'060'000, 1'064'000},
   };
   const TraceSummary s = summarize_trace(trace);
@@ -40,6 +42,8 @@ TEST(LayerTrace, SummarisesPhasesByKind) {
   EXPECT_DOUBLE_EQ(s.phases[2].mainloop_us, 33.0);
   EXPECT_DOUBLE_EQ(s.phases[2].signal_us, 1.0);
   EXPECT_DOUBLE_EQ(s.phases[2].epilogue_us, 6.0);
+  EXPECT_DOUBLE_EQ(s.phases[2].sm_mhz, 1750.0);
+  EXPECT_DOUBLE_EQ(s.phases[1].sm_mhz, 0.0);
   EXPECT_DOUBLE_EQ(s.phases[1].mainloop_us, 0.0);  // dispatch: no mainloop
   EXPECT_DOUBLE_EQ(s.sm_clock_mhz, (2000.0 + 1687.5) / 2);
   EXPECT_EQ(s.phases[3].name, "weighted sum");
@@ -47,6 +51,7 @@ TEST(LayerTrace, SummarisesPhasesByKind) {
   EXPECT_NE(text.find("GEMM1"), std::string::npos);
   EXPECT_NE(text.find("70.0 µs"), std::string::npos);
   EXPECT_NE(text.find("1844 MHz"), std::string::npos);
+  EXPECT_NE(text.find("  1750 "), std::string::npos) << text;  // GEMM1's own clock column
   EXPECT_NE(format_trace_line(s).find("GEMM1 busy 40 (33.0+1.0+6.0 µs/task)"), std::string::npos);
   // Per wgmma form: CTA 1's tile is full (mainloop 36, epilogue 4), CTA 0's half rows (30, 8).
   ASSERT_EQ(s.forms.size(), 2u);
