@@ -22,6 +22,10 @@
 //   --energy-window=S: after the timed steps, more steps of the same kind (flush, step, sync) until
 //            S seconds (default 1) have passed since the first timed one; the NVML energy counter
 //            over that window gives joules_per_step and avg_watts (perf/gpu_energy.h). 0: off.
+//   --phases: each timed step's time between the implementation's phase marks (detmoe/phase_marks.h:
+//            the reference's glue kernels and GEMM calls, the megakernel's launches), in the same
+//            back-to-back steps as median_ms: per phase the median over the timed steps as a counter
+//            "phase_ms:<name>" and one line on stderr. P = 1 only (one stream).
 //   --steps-out=FILE: append one JSON line per benchmark to FILE: every timed step's ms in order,
 //            with NVML's SM clock (MHz) and clock-event reasons sampled right after it, and the
 //            counter sm_mhz (the median sample). p25_ms and p75_ms are reported in every case.
@@ -67,6 +71,7 @@
 
 #include "detmoe/layer_session.h"
 #include "detmoe/median.h"
+#include "detmoe/phase_marks.h"
 #include "detmoe/problem_session.h"
 #include "detmoe/routing.h"
 #include "detmoe/shapes.h"
@@ -221,6 +226,32 @@ GpuEnergyMeter& energy_meter() {
   return meter;
 }
 
+bool& phases_on() {
+  static bool on = false;
+  return on;
+}
+
+// --phases: the timed steps' phase times, per phase name in first-seen order (a name marked twice
+// in one step, e.g. by several ranks, adds up).
+struct PhaseTimes {
+  std::vector<std::string> names;
+  std::vector<std::vector<double>> ms;
+  void add_step(const std::vector<std::pair<std::string, float>>& phases) {
+    std::vector<double> step(names.size(), 0.0);
+    for (const auto& [name, t] : phases) {
+      if (t < 0) die("--phases: a phase event failed (" + name + ")");
+      const size_t i = static_cast<size_t>(std::find(names.begin(), names.end(), name) - names.begin());
+      if (i == names.size()) {
+        names.push_back(name);
+        ms.emplace_back(this->ms.empty() ? 0 : this->ms.front().size(), 0.0);  // absent in earlier steps
+        step.push_back(0.0);
+      }
+      step[i] += t;
+    }
+    for (size_t i = 0; i < names.size(); ++i) ms[i].push_back(step[i]);
+  }
+};
+
 // Where --steps-out appends its per-step lines (empty: nowhere).
 std::string& steps_out_path() {
   static std::string path;
@@ -263,12 +294,20 @@ void time_steps(benchmark::State& state, const std::string& what, cudaStream_t s
   std::vector<int> sm_mhz;
   std::vector<long long> clock_reasons;
   const perf::EnergyWindow window(energy_meter(), energy_window_s());
+  PhaseMarks marks;
+  PhaseTimes phase_times;
+  if (phases_on()) installed_phase_marks() = &marks;
   for (auto _ : state) {
     flush(ms.size());
     check(cudaEventRecord(start, stream), "record");
+    if (phases_on()) marks.begin_step(stream);
     step();
     check(cudaEventRecord(stop, stream), "record");
     check(cudaEventSynchronize(stop), "sync");
+    if (phases_on()) {
+      check(marks.error(), "phase marks");
+      phase_times.add_step(marks.phases());
+    }
     float t = 0;
     check(cudaEventElapsedTime(&t, start, stop), "elapsed");
     ms.push_back(t);
@@ -278,6 +317,22 @@ void time_steps(benchmark::State& state, const std::string& what, cudaStream_t s
       clock_reasons.push_back(energy_meter().clock_event_reasons());
     }
     after(static_cast<double>(t));
+  }
+  installed_phase_marks() = nullptr;
+  if (phases_on() && !phase_times.names.empty()) {
+    std::string line = what + " phases, median of " + std::to_string(ms.size()) + " steps, ms:";
+    double total = 0;
+    for (size_t i = 0; i < phase_times.names.size(); ++i) {
+      const double m = detmoe::median(phase_times.ms[i]);
+      total += m;
+      state.counters["phase_ms:" + phase_times.names[i]] = m;
+      char buf[96];
+      std::snprintf(buf, sizeof buf, "%s %s %.3f", i ? " |" : "", phase_times.names[i].c_str(), m);
+      line += buf;
+    }
+    char buf[48];
+    std::snprintf(buf, sizeof buf, " | sum %.3f\n", total);
+    std::fprintf(stderr, "%s%s", line.c_str(), buf);
   }
   size_t extra = ms.size();
   const perf::EnergyFigures energy = window.finish(ms.size(), [&] {
@@ -443,6 +498,7 @@ int main(int argc, char** argv) {
       wgrad_launch() = w.value();
     }
     else if (const char* v = value("--steps-out=")) steps_out_path() = v;
+    else if (a == "--phases") phases_on() = true;
     else {
       std::fprintf(stderr, "detmoe_perf_layer: unknown flag %s\n", argv[i]);
       return 2;

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "detmoe/cuda_status.h"
+#include "detmoe/phase_marks.h"
 #include "detmoe/layer.h"
 #include "detmoe/test_plant.h"
 #include "megakernel/host/layer_sizes.h"
@@ -168,6 +169,7 @@ Status Layer::forward(const LayerForwardArgs& args, cudaStream_t stream) {
   }
 
   DETMOE_RETURN_IF_ERROR(mk::launch_forward_kernel(p, m.grid, stream));
+  mark_phase(stream, "fused forward launch");
   impl_->last_forward = p;  // the backward reads what this launch saves, through the same maps
   impl_->has_forward = true;
   return Status::Ok();

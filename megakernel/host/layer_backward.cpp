@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "detmoe/cuda_status.h"
+#include "detmoe/phase_marks.h"
 #include "detmoe/layer.h"
 #include "megakernel/host/layer_impl.h"
 #include "megakernel/host/layer_kernel.h"
@@ -121,11 +122,13 @@ Status Layer::backward(const LayerBackwardArgs& args, cudaStream_t stream) {
     // h was not kept: recompute it into dh, which the dSwiGLU epilogue reads it from and then
     // overwrites tile by tile (each tile reads only its own h columns, before it stores them).
     DETMOE_RETURN_IF_ERROR(mk::recompute_h(sh, m.sizes.capacity, m.ws, args.inputs, stream));
+    mark_phase(stream, "recompute h");
     bp.f.h_store = bp.dh_k;
     if (Fs > 0) bp.f.hs_store = bp.dhs_k;
   }
   bp.later_phases = (later.down ? mk::kLaterWgradDown : 0u) | (later.gate_up ? mk::kLaterWgradGateUp : 0u);
   DETMOE_RETURN_IF_ERROR(mk::launch_backward_kernel(bp, m.grid, stream));
+  mark_phase(stream, "fused backward launch");
   if (!later.any()) return Status::Ok();
   return mk::routed_weight_grads(sh, m.sizes.capacity, m.ws, args.outputs, fp32, later, m.grid,
                                  m.config.weight_grad_tickets, stream);

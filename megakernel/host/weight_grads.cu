@@ -3,6 +3,7 @@
 #include <string>
 
 #include "detmoe/cuda_status.h"
+#include "detmoe/phase_marks.h"
 #include "detmoe/gemm.h"
 
 namespace detmoe::mk {
@@ -40,6 +41,7 @@ Status weight_grad(int64_t rows, int64_t m, int64_t n, int32_t groups, const int
   g.tile_tickets = tickets;
   if (const Status s = gemm::run(g, stream); !s.ok())
     return Status(s.code(), "backward: " + std::string(what) + " of rank " + std::to_string(rank) + ": " + s.message());
+  mark_phase(stream, what);
   return Status::Ok();
 }
 

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "detmoe/cuda_status.h"
+#include "detmoe/phase_marks.h"
 #include "glue_kernels.h"
 #include "layer_state.h"
 
@@ -34,16 +35,18 @@ Status ReferenceLayer::Impl::run_backward(std::span<const DeviceLayerInputs> inp
     DETMOE_CUDA_RETURN(cudaSetDevice(r->device));
     DETMOE_RETURN_IF_ERROR(ref::launch_slot_backward(grads[r->slot].dout, r->y_send, r->send_pos, inputs[r->slot].topk_w,
                                                      T, k, H, outputs[r->slot].d_topk_w, r->dy_send, r->stream));
+    mark_phase(r->stream, "dy build + d_topk_w");
     src[r->slot] = r->dy_send;
     dst[r->slot] = r->dy_exp;
   }
   DETMOE_RETURN_IF_ERROR(exchange->exchange(dispatch_segments, src, dst, H * 2));
+  for (auto& r : ranks) mark_phase(r->stream, "dy exchange");
 
   for (auto& r : ranks) {
     DETMOE_CUDA_RETURN(cudaSetDevice(r->device));
     const DeviceLayerInputs& in = inputs[r->slot];
     const DeviceGradOutputs& out = outputs[r->slot];
-    if (!config.save_h) DETMOE_RETURN_IF_ERROR(routed_gate_up(*r, in));
+    if (!config.save_h) DETMOE_RETURN_IF_ERROR(routed_gate_up(*r, in));  // marks its own phases
     const int64_t begin = rank_row_begin(r->rank), rows_total = expert_offset[(r->rank + 1) * epr] - begin;
     std::vector<GemmProblem> da, dx, dw_down, dw_gate_up;
     for (int64_t el = 0; el < epr; ++el) {
@@ -66,14 +69,20 @@ Status ReferenceLayer::Impl::run_backward(std::span<const DeviceLayerInputs> inp
       dw_gate_up.push_back({2 * F, H, rows, dh, 2 * F, r->x_exp + at * H, H, dwgu, H});
     }
     DETMOE_RETURN_IF_ERROR(r->gemm.run(options.gemm, false, false, GemmOut::kFP32, da, "da = dy·W_down"));
+    mark_phase(r->stream, "da GEMMs");
     DETMOE_RETURN_IF_ERROR(ref::launch_dswiglu(r->h, r->da, rows_total, F, r->dh, r->stream));
+    mark_phase(r->stream, "dSwiGLU");
     DETMOE_RETURN_IF_ERROR(r->gemm.run(options.gemm, false, false, GemmOut::kBF16, dx, "dx = dh·W_gate_up"));
+    mark_phase(r->stream, "dx GEMMs");
     DETMOE_RETURN_IF_ERROR(r->gemm.run(options.gemm, true, false, wgrad, dw_down, "dW_down = dyᵀ·a"));
+    mark_phase(r->stream, "dW_down");
     DETMOE_RETURN_IF_ERROR(r->gemm.run(options.gemm, true, false, wgrad, dw_gate_up, "dW_gate_up = dhᵀ·x"));
+    mark_phase(r->stream, "dW_gate_up");
     src[r->slot] = r->dx_exp;
     dst[r->slot] = r->dx_send;
   }
   DETMOE_RETURN_IF_ERROR(exchange->exchange(combine_segments, src, dst, H * 2));
+  for (auto& r : ranks) mark_phase(r->stream, "dx exchange");
 
   for (auto& r : ranks) {
     DETMOE_CUDA_RETURN(cudaSetDevice(r->device));
@@ -102,8 +111,10 @@ Status ReferenceLayer::Impl::run_backward(std::span<const DeviceLayerInputs> inp
       DETMOE_RETURN_IF_ERROR(
           r->gemm.run(ReferenceGemm::kPerExpert, true, false, wgrad, {&dws_gate_up, 1}, "dWs_gate_up = dhsᵀ·x"));
       shared_dx = r->dxs;
+      mark_phase(r->stream, "shared expert backward");
     }
     DETMOE_RETURN_IF_ERROR(ref::launch_dx_sum(r->dx_send, r->send_pos, shared_dx, T, k, H, out.d_x, r->stream));
+    mark_phase(r->stream, "d_x sum");
   }
   return Status::Ok();
 }

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "detmoe/cuda_status.h"
+#include "detmoe/phase_marks.h"
 #include "glue_kernels.h"
 #include "layer_state.h"
 
@@ -48,10 +49,12 @@ Status ReferenceLayer::Impl::run_forward(std::span<const DeviceLayerInputs> inpu
   for (auto& r : ranks) {
     DETMOE_CUDA_RETURN(cudaSetDevice(r->device));
     DETMOE_RETURN_IF_ERROR(ref::launch_gather_token_rows(inputs[r->slot].x, r->send_pos, T, k, H, r->x_send, r->stream));
+    mark_phase(r->stream, "plan + gather");
     src[r->slot] = r->x_send;
     dst[r->slot] = r->x_exp;
   }
   DETMOE_RETURN_IF_ERROR(exchange->exchange(dispatch_segments, src, dst, H * 2));
+  for (auto& r : ranks) mark_phase(r->stream, "dispatch exchange");
 
   for (auto& r : ranks) {
     DETMOE_CUDA_RETURN(cudaSetDevice(r->device));
@@ -66,6 +69,7 @@ Status ReferenceLayer::Impl::run_forward(std::span<const DeviceLayerInputs> inpu
       down.push_back({rows, H, F, r->a + at * F, F, in.w_down + el * H * F, F, r->y_exp + at * H, H});
     }
     DETMOE_RETURN_IF_ERROR(r->gemm.run(options.gemm, false, true, GemmOut::kBF16, down, "y = a·W_downᵀ"));
+    mark_phase(r->stream, "down GEMMs");
     if (!config.save_h) {
       // Not saved: the backward must recompute h and a, and poisoning them proves that it does.
       const int64_t rows = expert_offset[(r->rank + 1) * epr] - begin;
@@ -76,6 +80,7 @@ Status ReferenceLayer::Impl::run_forward(std::span<const DeviceLayerInputs> inpu
     dst[r->slot] = r->y_send;
   }
   DETMOE_RETURN_IF_ERROR(exchange->exchange(combine_segments, src, dst, H * 2));
+  for (auto& r : ranks) mark_phase(r->stream, "combine exchange");
 
   for (auto& r : ranks) {
     DETMOE_CUDA_RETURN(cudaSetDevice(r->device));
@@ -93,9 +98,11 @@ Status ReferenceLayer::Impl::run_forward(std::span<const DeviceLayerInputs> inpu
         chunks.push_back({ref::kSharedRowChunk, H, Fs, r->as + at * Fs, Fs, in.ws_down, Fs, r->s + at * H, H});
       DETMOE_RETURN_IF_ERROR(r->gemm.run(ReferenceGemm::kPerExpert, false, true, GemmOut::kBF16, chunks, "s = as·Ws_downᵀ"));
       shared_out = r->s;
+      mark_phase(r->stream, "shared expert forward");
     }
     DETMOE_RETURN_IF_ERROR(ref::launch_combine(r->y_send, r->send_pos, in.topk_w, shared_out, T, k, H,
                                                outputs[r->slot].out, outputs[r->slot].y, r->stream));
+    mark_phase(r->stream, "combine");
     if (!config.save_h && Fs > 0) {
       DETMOE_CUDA_RETURN(cudaMemsetAsync(r->hs, 0xff, shared_rows * 2 * Fs * 2, r->stream));
       DETMOE_CUDA_RETURN(cudaMemsetAsync(r->as, 0xff, shared_rows * Fs * 2, r->stream));
