@@ -5,6 +5,7 @@
 # on the CPU machine:
 #   ninja -C build detmoe detmoe_perf_layer && ci/ab-knob-trees.sh build .abbin ph
 #   OUT=dir BUDGET_S=420 bash ci/device-session34b.sh        (carry .devdeps .abbin)
+# 0. the phase marks' GPU tests (names in order, no bits changed);
 # 1. --phases: the megakernel's launches (fused forward, fused backward, dW_down, dW_gate_up) and
 #    the reference's phases (gather, GEMM calls, glue kernels), median of 20 back-to-back steps
 #    after a 1 s warm-up, mixtral-8x7b and deepseek-v3, both routings;
@@ -15,6 +16,9 @@ source "$(dirname "$0")/device-call.sh"
 use_prebuilt
 out=$OUT
 bin=.abbin/ph
+step "the phase marks' GPU tests"
+timeout 60 $bin/detmoe_layer_test --gtest_filter='PhaseMarks.*' >"$out/tests.log" 2>&1
+echo "tests exit $?"; grep -E '^\[  (PASSED|FAILED)|FAILED  \]|Failure|Expected|Which is' "$out/tests.log" | head -12
 step "phases, megakernel and reference ($(left) s left)"
 timeout $(( $(left) - 200 )) $bin/detmoe_perf_layer --impls=megakernel,reference --shapes=mixtral-8x7b,deepseek-v3 \
   --routings=balanced,zipf1 --timed=20 --warmup-seconds=1 --phases \
