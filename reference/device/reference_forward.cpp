@@ -24,8 +24,11 @@ Status ReferenceLayer::Impl::routed_gate_up(RankState& r, const DeviceLayerInput
     gate_up.push_back({rows, 2 * F, H, r.x_exp + at * H, H, in.w_gate_up + el * 2 * F * H, H, r.h + at * 2 * F, 2 * F});
   }
   DETMOE_RETURN_IF_ERROR(r.gemm.run(options.gemm, false, true, GemmOut::kBF16, gate_up, "h = x·W_gate_upᵀ"));
+  mark_phase(r.stream, "gate_up GEMMs");
   const int64_t rows = expert_offset[(r.rank + 1) * epr] - begin;
-  return ref::launch_swiglu(r.h, rows, F, r.a, r.stream);
+  DETMOE_RETURN_IF_ERROR(ref::launch_swiglu(r.h, rows, F, r.a, r.stream));
+  mark_phase(r.stream, "SwiGLU");
+  return Status::Ok();
 }
 
 // Fixed kSharedRowChunk-row GEMMs (see layer_state.h); x has shared_rows rows.
