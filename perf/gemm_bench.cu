@@ -260,12 +260,14 @@ void bench_grouped(benchmark::State& state, const GroupedCase& gc, const std::ve
   state.counters["rows"] = static_cast<double>(rows);
 }
 
-// The reference layer's way to run the same grouped forward GEMM: one cublasGemmEx per expert
-// on its rows (reference/device/ does exactly this), timed as one launch sequence. It is the
-// GEMM time the unfused reference pays, so it shows whether the GEMM core's grouped tiles (the
-// megakernel's floor) or the fusion is what the megakernel loses to the reference on.
+// The reference layer's way to run the same grouped forward or data-gradient GEMM: one
+// cublasGemmEx per expert on its rows (reference/device/ does exactly this), timed as one launch
+// sequence. It is the GEMM time the unfused reference pays, so it shows whether the GEMM core's
+// grouped tiles (the megakernel's floor) or the fusion is what the megakernel loses to the
+// reference on.
 void bench_grouped_cublas(benchmark::State& state, const GroupedCase& gc, const std::vector<int32_t>& counts) {
-  if (gc.layout != Layout::kForward) die("cuBLAS per-expert baseline: forward layout only");
+  if (gc.layout == Layout::kWeightGrad) die("cuBLAS per-expert baseline: forward and data-grad layouts only");
+  const bool data_grad = gc.layout == Layout::kDataGrad;
   std::vector<int64_t> offsets{0};
   for (int32_t c : counts) offsets.push_back(offsets.back() + c);
   const int64_t rows = offsets.back();
@@ -281,9 +283,11 @@ void bench_grouped_cublas(benchmark::State& state, const GroupedCase& gc, const 
     for (int64_t e = 0; e < groups; ++e) {
       const int m = counts[static_cast<size_t>(e)];
       if (m == 0) continue;
-      // Row-major C[m×n] = A[m×k]·W[n×k]ᵀ as column-major Cᵀ = W·Aᵀ (the reference's call).
-      if (cublasGemmEx(reference_cublas(), CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(gc.n), m, static_cast<int>(gc.k), &one,
-                       b16 + e * gc.n * gc.k, CUDA_R_16BF, static_cast<int>(gc.k), a16 + offsets[e] * gc.k, CUDA_R_16BF,
+      // Forward: row-major C[m×n] = A[m×k]·W[n×k]ᵀ as column-major Cᵀ = W·Aᵀ; data-grad: C = A·W[k×n]
+      // as Cᵀ = Wᵀ-view·Aᵀ (the reference's calls: da, dx).
+      if (cublasGemmEx(reference_cublas(), data_grad ? CUBLAS_OP_N : CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(gc.n), m,
+                       static_cast<int>(gc.k), &one, b16 + e * gc.n * gc.k, CUDA_R_16BF,
+                       static_cast<int>(data_grad ? gc.n : gc.k), a16 + offsets[e] * gc.k, CUDA_R_16BF,
                        static_cast<int>(gc.k), &zero, c16 + offsets[e] * gc.n, CUDA_R_16BF, static_cast<int>(gc.n),
                        CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT) != CUBLAS_STATUS_SUCCESS)
         die("cublasGemmEx (per expert)");
@@ -358,6 +362,14 @@ int main(int argc, char** argv) {
     grouped.push_back({s.name + "_up_forward", s, Layout::kForward, 2 * s.F, s.H, 0});
     grouped.push_back({s.name + "_down_forward", s, Layout::kForward, s.H, s.F, 0});
   }
+  // The backward's two data-gradient GEMMs of the large-expert shapes, with cuBLAS per expert as the
+  // reference calls them: da = dy·W_down (the down projection's data gradient, K = H) and dx =
+  // dh·W_gate_up (the up projection's, K = 2F): the fused backward's mainloops without its
+  // epilogues, against the reference's da and dx GEMMs (docs/PERF.md session 34).
+  for (const ModelShape& s : {deepseek, mixtral}) {
+    if (s.name == mixtral.name) grouped.push_back({s.name + "_down_data_grad", s, Layout::kDataGrad, s.F, s.H, 0});
+    grouped.push_back({s.name + "_up_data_grad", s, Layout::kDataGrad, s.H, 2 * s.F, 0});
+  }
   write_segments(grouped, counts);
   for (const auto& gc : grouped) {
     const auto& cnt = counts.at(gc.shape.name);
@@ -366,7 +378,7 @@ int main(int argc, char** argv) {
         ->UseManualTime()
         ->Iterations(kTimedLaunches)
         ->Unit(benchmark::kMillisecond);
-    if (gc.layout != Layout::kForward) continue;
+    if (gc.layout == Layout::kWeightGrad) continue;
     benchmark::RegisterBenchmark(("gemm/grouped/" + gc.name + "/cublas_per_expert").c_str(),
                                  [gc, cnt](benchmark::State& st) { bench_grouped_cublas(st, gc, cnt); })
         ->UseManualTime()
