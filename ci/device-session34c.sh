@@ -9,7 +9,8 @@
 #   OUT=dir BUDGET_S=300 bash ci/device-session34c.sh        (carry .devdeps .abbin)
 # 1. the phase marks' GPU tests; 2. the GEMM core with 4 and 3 stages and cuBLAS per expert on the
 # large-expert shapes' forward and data-gradient GEMMs (g4, g3, g4 again: the drift between them);
-# 3. --phases on all four shapes, both routings.
+# 3. deepseek-v3's task timeline (the fused backward's phases with their clocks); 4. --phases on
+# all four shapes, both routings.
 source "$(dirname "$0")/device-call.sh"
 use_prebuilt
 out=$OUT
@@ -30,6 +31,10 @@ for t in g4 g3 g4b; do
   timeout 120 $bin --benchmark_filter="$f" --benchmark_out="$out/gemm-$t.json" --benchmark_out_format=json >"$out/gemm-$t.log" 2>&1
   echo "exit $?"; summ "$out/gemm-$t.json"
 done
+step "trace, deepseek-v3 balanced ($(left) s left)"
+timeout 60 .abbin/ph/detmoe_perf_layer --impls=megakernel --routings=balanced --shapes=deepseek-v3 --timed=5 --trace \
+  >"$out/trace-deepseek.log" 2>&1
+echo "trace exit $?"; grep -E 'task timeline|kind|bwd|GEMM|dispatch|sum' "$out/trace-deepseek.log" | grep -v '^megakernel' | head -24
 step "phases, all shapes ($(left) s left)"
 timeout $(( $(left) - 10 )) .abbin/ph/detmoe_perf_layer --impls=megakernel,reference --routings=balanced,zipf1 \
   --timed=20 --warmup-seconds=1 --phases --benchmark_out="$out/phases.json" --benchmark_out_format=json >"$out/phases.log" 2>&1
