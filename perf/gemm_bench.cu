@@ -229,7 +229,8 @@ struct GroupedCase {
   bool baseline = true;  // also timed by gemm_grouped_torch.py (which only writes bf16)
 };
 
-void bench_grouped(benchmark::State& state, const GroupedCase& gc, const std::vector<int32_t>& counts) {
+void bench_grouped(benchmark::State& state, const GroupedCase& gc, const std::vector<int32_t>& counts,
+                   int32_t cluster_ctas = 1) {
   const int64_t groups = static_cast<int64_t>(counts.size());
   std::vector<int32_t> offsets{0};
   for (int32_t c : counts) offsets.push_back(offsets.back() + c);
@@ -256,6 +257,7 @@ void bench_grouped(benchmark::State& state, const GroupedCase& gc, const std::ve
   g.a = a.p;
   g.b = b.p;
   g.c = c.p;
+  g.cluster_ctas = cluster_ctas;
   time_gemm_core(state, flops, g);
   state.counters["rows"] = static_cast<double>(rows);
 }
@@ -379,6 +381,12 @@ int main(int argc, char** argv) {
         ->Iterations(kTimedLaunches)
         ->Unit(benchmark::kMillisecond);
     if (gc.layout == Layout::kWeightGrad) continue;
+    // CTA pairs sharing each weight panel by TMA multicast (GroupedGemm::cluster_ctas = 2).
+    benchmark::RegisterBenchmark(("gemm/grouped/" + gc.name + "/ours_pairs").c_str(),
+                                 [gc, cnt](benchmark::State& st) { bench_grouped(st, gc, cnt, 2); })
+        ->UseManualTime()
+        ->Iterations(kTimedLaunches)
+        ->Unit(benchmark::kMillisecond);
     benchmark::RegisterBenchmark(("gemm/grouped/" + gc.name + "/cublas_per_expert").c_str(),
                                  [gc, cnt](benchmark::State& st) { bench_grouped_cublas(st, gc, cnt); })
         ->UseManualTime()

@@ -73,6 +73,11 @@ struct GroupedGemm {
   // `stream` before the launch, so launches on one stream may share it and launches that can run
   // at once may not. Changes speed, never bits.
   unsigned int* tile_tickets = nullptr;
+  // 1, or 2 (kForward and kDataGrad; the static deal only): clusters of two CTAs on adjacent
+  // m-blocks of one n-block, each loading half of the shared weight panel and multicasting it to
+  // both (TMA), so each CTA pulls 32 KB instead of 48 KB per k-block from L2. The grid is rounded
+  // down to an even size. Changes speed, never bits.
+  int32_t cluster_ctas = 1;
 };
 
 // Block shape and pipeline depth of one launch: a pure function of (layout, n, k), never of

@@ -38,11 +38,14 @@ namespace detmoe::gemm {
 // (weight gradients of routed tokens: K = an expert's rows) the static deal gave each CTA its
 // own mix of long and short tiles and the launch lasted as long as the unluckiest CTA's sum.
 // Either way the tiles running at once are a window of consecutive ids (bands stay together).
-template <Layout kLayout, class Cfg>
+// CTA pairs (kCtas = 2) take the static deal over clusters: pair tile j goes to cluster j mod
+// (grid / 2), whose CTA of rank r runs its m-block 2·j' + r (TileScheduler).
+template <Layout kLayout, class Cfg, int kCtas = 1>
 class TileDeal {
  public:
-  DETMOE_DEVICE TileDeal(const KernelParams& p, unsigned int* tickets, TaskRingStorage<NoDescription>* ring)
-      : scheduler_(p), tickets_(tickets), ring_(ring), next_(blockIdx.x) {}
+  DETMOE_DEVICE TileDeal(const KernelParams& p, unsigned int* tickets, TaskRingStorage<NoDescription>* ring,
+                         int32_t rank = 0)
+      : scheduler_(p, rank), tickets_(kCtas == 1 ? tickets : nullptr), ring_(ring), next_(blockIdx.x / kCtas) {}
 
   // The producer thread's next tile, false at the end (the consumers are told).
   DETMOE_DEVICE bool producer_next(Tile& t) {
@@ -63,33 +66,43 @@ class TileDeal {
  private:
   DETMOE_DEVICE bool static_next(Tile& t) {
     const bool ok = scheduler_.at(next_, t);
-    next_ += gridDim.x;
+    next_ += gridDim.x / kCtas;
     return ok;
   }
 
-  TileScheduler<kLayout, Cfg> scheduler_;
+  TileScheduler<kLayout, Cfg, kCtas> scheduler_;
   unsigned int* tickets_;
   TaskRing<NoDescription> ring_;
   int64_t next_;
 };
 
-template <Layout kLayout, class Cfg>
+template <Layout kLayout, class Cfg, int kCtas>
 DETMOE_DEVICE void run_producer(const CUtensorMap* map_a, const CUtensorMap* map_b, const KernelParams& p,
-                                const SmemLayout<Cfg>& smem, const Pipeline<Cfg>& pipe, unsigned int* tickets,
-                                TaskRingStorage<NoDescription>* ring) {
+                                const SmemLayout<Cfg>& smem, const Pipeline<Cfg, kCtas>& pipe, unsigned int* tickets,
+                                TaskRingStorage<NoDescription>* ring, uint32_t rank) {
   using Operands = OperandLayout<kLayout, Cfg>;
   ptx::prefetch_tensor_map(map_a);
   ptx::prefetch_tensor_map(map_b);
-  TileDeal<kLayout, Cfg> deal(p, tickets, ring);
+  TileDeal<kLayout, Cfg, kCtas> deal(p, tickets, ring, static_cast<int32_t>(rank));
   PipelineState<Cfg::kStages> st;
   Tile tile;
   while (deal.producer_next(tile)) {
-    const uint32_t bytes = Operands::stage_bytes(tile, p.n, p.m);
-    for (int32_t kb = 0; kb < tile.k_blocks; ++kb) {
-      pipe.producer_acquire(st, bytes);
-      Operands::load(map_a, map_b, tile, kb, p.n, p.k, p.m, smem.a_stage(st.stage), smem.b_stage(st.stage),
-                     pipe.full + st.stage);
-      st.advance();
+    if constexpr (kCtas == 1) {
+      const uint32_t bytes = Operands::stage_bytes(tile, p.n, p.m);
+      for (int32_t kb = 0; kb < tile.k_blocks; ++kb) {
+        pipe.producer_acquire(st, bytes);
+        Operands::load(map_a, map_b, tile, kb, p.n, p.k, p.m, smem.a_stage(st.stage), smem.b_stage(st.stage),
+                       pipe.full + st.stage);
+        st.advance();
+      }
+    } else {
+      const uint32_t bytes = Operands::pair_stage_bytes(tile, p.n);
+      for (int32_t kb = 0; kb < tile.k_blocks; ++kb) {
+        pipe.producer_acquire(st, bytes);
+        Operands::load_pair(map_a, map_b, tile, kb, p.n, p.k, rank, smem.a_stage(st.stage), smem.b_stage(st.stage),
+                            pipe.full + st.stage);
+        st.advance();
+      }
     }
   }
 }
@@ -102,8 +115,8 @@ DETMOE_DEVICE void run_producer(const CUtensorMap* map_a, const CUtensorMap* map
 // pass every stage in step. `fence()` applies ptx::fence_accumulators to the accumulator
 // registers the wgmmas write (the compiler must not move their reads or writes across the wgmma
 // fences and waits).
-template <class Cfg, class Fence, class Issue>
-DETMOE_DEVICE void consume_stages(int32_t k_blocks, const Pipeline<Cfg>& pipe, PipelineState<Cfg::kStages>& st,
+template <class Cfg, class Pipe, class Fence, class Issue>
+DETMOE_DEVICE void consume_stages(int32_t k_blocks, const Pipe& pipe, PipelineState<Cfg::kStages>& st,
                                   Fence&& fence, Issue&& issue) {
   if (k_blocks > 0) {
     int32_t previous_stage = 0;
@@ -130,8 +143,8 @@ DETMOE_DEVICE void consume_stages(int32_t k_blocks, const Pipeline<Cfg>& pipe, P
 // verbatim by the GEMM kernel and the fused layer kernel (full tiles), so both run the same
 // instruction sequence and a tile's bits depend only on its operands. k_blocks = 0 leaves acc
 // untouched.
-template <class Operands, class Cfg>
-DETMOE_DEVICE void consume_k_blocks(int wg, int32_t k_blocks, const SmemLayout<Cfg>& smem, const Pipeline<Cfg>& pipe,
+template <class Operands, class Cfg, class Pipe>
+DETMOE_DEVICE void consume_k_blocks(int wg, int32_t k_blocks, const SmemLayout<Cfg>& smem, const Pipe& pipe,
                                     PipelineState<Cfg::kStages>& st, float (&acc)[Cfg::kAccumulators]) {
   consume_stages<Cfg>(
       k_blocks, pipe, st, [&] { ptx::fence_accumulators(acc); },
@@ -147,10 +160,21 @@ DETMOE_DEVICE void consume_k_blocks(int wg, int32_t k_blocks, const SmemLayout<C
       });
 }
 
-template <Layout kLayout, class Epi, class Cfg>
+// An inactive tile of a CTA pair: its stages carry the peer's B, so they are waited for and
+// released like any other, with no wgmma.
+template <class Cfg, class Pipe>
+DETMOE_DEVICE void pass_stages(int32_t k_blocks, const Pipe& pipe, PipelineState<Cfg::kStages>& st) {
+  for (int32_t kb = 0; kb < k_blocks; ++kb) {
+    pipe.consumer_wait(st);
+    pipe.consumer_release(st.stage);
+    st.advance();
+  }
+}
+
+template <Layout kLayout, class Epi, class Cfg, int kCtas>
 DETMOE_DEVICE void run_consumer(int wg, const CUtensorMap* map_c, const CUtensorMap* map_h, const KernelParams& p,
-                                const SmemLayout<Cfg>& smem, const Pipeline<Cfg>& pipe, unsigned int* tickets,
-                                TaskRingStorage<NoDescription>* ring) {
+                                const SmemLayout<Cfg>& smem, const Pipeline<Cfg, kCtas>& pipe, unsigned int* tickets,
+                                TaskRingStorage<NoDescription>* ring, uint32_t rank) {
   using Operands = OperandLayout<kLayout, Cfg>;
   const uint32_t thread = threadIdx.x % 128;
   const bool issuer = thread == 0;
@@ -159,11 +183,15 @@ DETMOE_DEVICE void run_consumer(int wg, const CUtensorMap* map_c, const CUtensor
     if (p.store_h) ptx::prefetch_tensor_map(map_h);
   }
   SlabStore out(smem.staging(wg, 0), smem.staging(wg, 1), /*barrier_id=*/1 + wg, issuer);
-  TileDeal<kLayout, Cfg> deal(p, tickets, ring);
+  TileDeal<kLayout, Cfg, kCtas> deal(p, tickets, ring, static_cast<int32_t>(rank));
   PipelineState<Cfg::kStages> st;
   float acc[Cfg::kAccumulators];
   Tile tile;
   while (deal.consumer_next(tile)) {
+    if (kCtas > 1 && !tile.active) {
+      pass_stages<Cfg>(tile.k_blocks, pipe, st);
+      continue;
+    }
     consume_k_blocks<Operands, Cfg>(wg, tile.k_blocks, smem, pipe, st, acc);
     EpilogueTile et;
     if constexpr (kLayout == Layout::kWeightGrad) {
@@ -204,7 +232,8 @@ DETMOE_DEVICE bool groups_uneven(const KernelParams& p) {
   return 2 * static_cast<int64_t>(largest) * p.groups > 3 * total;
 }
 
-template <Layout kLayout, class Epi, class Cfg = Tile128x256>
+// kCtas = 2: launched in clusters of two CTAs that share each stage's B (see pipeline.cuh).
+template <Layout kLayout, class Epi, class Cfg = Tile128x256, int kCtas = 1>
 __global__ void __launch_bounds__(Cfg::kThreads, 1)
     grouped_gemm_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
                         const __grid_constant__ CUtensorMap map_c, const __grid_constant__ CUtensorMap map_h,
@@ -215,26 +244,34 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   __shared__ TaskRingStorage<NoDescription> ring;  // the ticket deal's (TileDeal)
   __shared__ int32_t by_tickets;
   const SmemLayout<Cfg> smem = SmemLayout<Cfg>::from_dynamic(smem_raw);
-  const Pipeline<Cfg> pipe{smem.full_barriers(), smem.empty_barriers()};
+  const Pipeline<Cfg, kCtas> pipe{smem.full_barriers(), smem.empty_barriers()};
   if (ptx::warp_id_uniform() == 0) {
-    const bool uneven = p.tickets != nullptr && groups_uneven(p);
+    const bool uneven = kCtas == 1 && p.tickets != nullptr && groups_uneven(p);
     if (threadIdx.x == 0) {
       pipe.init();
       TaskRing<NoDescription>(&ring).init();
       by_tickets = uneven ? 1 : 0;
     }
   }
-  __syncthreads();
+  // A pair's barriers must be initialised before the peer multicasts into them or arrives on them.
+  if constexpr (kCtas == 1) {
+    __syncthreads();
+  } else {
+    ptx::cluster_sync();
+  }
   unsigned int* const tickets = by_tickets != 0 ? p.tickets : nullptr;
+  const uint32_t rank = kCtas == 1 ? 0u : ptx::cluster_ctarank();
 
   const int warpgroup = static_cast<int>(ptx::warp_id_uniform() / 4);
   if (warpgroup == 0) {
     ptx::setmaxnreg_dec<Cfg::kProducerRegisters>();
-    if (threadIdx.x == 0) run_producer<kLayout, Cfg>(&map_a, &map_b, p, smem, pipe, tickets, &ring);
+    if (threadIdx.x == 0) run_producer<kLayout, Cfg, kCtas>(&map_a, &map_b, p, smem, pipe, tickets, &ring, rank);
   } else {
     ptx::setmaxnreg_inc<Cfg::kConsumerRegisters>();
-    run_consumer<kLayout, Epi, Cfg>(warpgroup - 1, &map_c, &map_h, p, smem, pipe, tickets, &ring);
+    run_consumer<kLayout, Epi, Cfg, kCtas>(warpgroup - 1, &map_c, &map_h, p, smem, pipe, tickets, &ring, rank);
   }
+  // No CTA leaves while its peer may still arrive on its barriers or write into its stages.
+  if constexpr (kCtas > 1) ptx::cluster_sync();
 #endif
 }
 

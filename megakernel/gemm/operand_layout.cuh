@@ -22,6 +22,7 @@
 #include "megakernel/gemm/ragged_map.cuh"
 #include "megakernel/gemm/scheduler.cuh"
 #include "megakernel/gemm/smem_layout.cuh"
+#include "megakernel/ptx/cluster.cuh"
 #include "megakernel/ptx/tma.cuh"
 #include "megakernel/ptx/wgmma.cuh"
 
@@ -88,6 +89,56 @@ struct OperandLayout {
 #pragma unroll
         for (int j = 0; j < Cfg::kBlockN / 64; ++j)
           if (j < b_boxes) ptx::tma_load_3d(b + j * kBox, map_b, bar, t.n0 + 64 * j, rb.y, rb.z);
+      }
+    }
+  }
+
+  // CTA pairs (kCtas = 2; kForward, kDataGrad): the pair's two m-blocks share one n-block, so
+  // each CTA loads its own A and half of B, multicast into both CTAs at the same offset — kForward:
+  // weight rows n0 + 128·rank onward (one 128-row box); kDataGrad: the MN-major boxes 2·rank and
+  // 2·rank + 1 (columns n0 + 128·rank onward). The stage then holds exactly what a lone CTA's
+  // loads would put there (the 128-byte swizzle depends on the address alone), so the wgmmas and
+  // the bits are the same. B lying wholly past the group's N columns is not loaded (as boxes_in:
+  // its bytes feed only columns that are never stored).
+  static constexpr int32_t kHalfN = Cfg::kBlockN / 2;
+  static constexpr int32_t kBoxesPerHalf = kHalfN / 64;
+  DETMOE_DEVICE static int32_t pair_halves_in(const Tile& t, int32_t n) { return min(2, max((n - t.n0 + kHalfN - 1) / kHalfN, 0)); }
+  // Bytes of B rank `r` multicasts (each CTA's barrier counts both halves).
+  DETMOE_DEVICE static uint32_t pair_half_bytes(const Tile& t, int32_t n, int32_t r) {
+    if constexpr (kLayout == Layout::kForward) {
+      return r < pair_halves_in(t, n) ? Smem::kBTileBytes / 2 : 0u;
+    } else {
+      const int32_t boxes = boxes_in(t.n0, n, Cfg::kBlockN / 64) - r * kBoxesPerHalf;
+      return static_cast<uint32_t>(min(max(boxes, 0), kBoxesPerHalf)) * kBox;
+    }
+  }
+  DETMOE_DEVICE static uint32_t pair_stage_bytes(const Tile& t, int32_t n) {
+    return (t.active ? Smem::kATileBytes : 0u) + pair_half_bytes(t, n, 0) + pair_half_bytes(t, n, 1);
+  }
+  DETMOE_DEVICE static void load_pair(const CUtensorMap* map_a, const CUtensorMap* map_b, const Tile& t, int32_t kb,
+                                      int32_t n, int32_t k, uint32_t rank, uint8_t* a, uint8_t* b, uint64_t* bar) {
+    static_assert(kLayout != Layout::kWeightGrad, "CTA pairs share a weight panel (kForward, kDataGrad)");
+    const int32_t k0 = kb * Cfg::kBlockK;
+    const int32_t r = static_cast<int32_t>(rank);
+    if (t.active) {
+      const RaggedCoords ra = ragged_coords(t.rows_begin + t.m0, t.rows_end, Cfg::kBlockM);
+      ptx::tma_load_3d(a, map_a, bar, k0, ra.y, ra.z);
+    }
+    if constexpr (kLayout == Layout::kForward) {
+      if (r < pair_halves_in(t, n)) {
+        const int32_t b_row = t.group * n + t.n0 + r * kHalfN;
+        const RaggedCoords rb = ragged_coords(b_row, (t.group + 1) * n, kHalfN);
+        ptx::tma_load_3d_multicast(b + rank * (Smem::kBTileBytes / 2), map_b, bar, k0, rb.y, rb.z, 0x3);
+      }
+    } else {
+      // Weight rows of this group: [g·K, (g+1)·K); this rank's boxes of 64 columns.
+      const RaggedCoords rb = ragged_coords(t.group * k + k0, (t.group + 1) * k, 64);
+      const int32_t b_boxes = boxes_in(t.n0, n, Cfg::kBlockN / 64);
+#pragma unroll
+      for (int j = 0; j < kBoxesPerHalf; ++j) {
+        const int32_t box = r * kBoxesPerHalf + j;
+        if (box < b_boxes)
+          ptx::tma_load_3d_multicast(b + box * kBox, map_b, bar, t.n0 + 64 * box, rb.y, rb.z, 0x3);
       }
     }
   }

@@ -5,10 +5,16 @@
 // Both sides walk stages 0..S-1 and flip their phase bit on wrap. Consumers wait on full with
 // `phase`; the producer waits on empty with `phase ^ 1`, so its first lap passes on the fresh
 // barriers (no pre-arrival: mixing the two conventions deadlocks).
+//
+// kCtas = 2 (a CTA pair of one cluster): each producer multicasts half of every stage's B into
+// both CTAs, so a stage may be refilled only once the consumers of *both* CTAs released it:
+// empty[s] then counts the consumer warps of the pair, each warp arriving on its own CTA's and
+// its peer's barrier.
 #pragma once
 
 #include <cstdint>
 
+#include "megakernel/ptx/cluster.cuh"
 #include "megakernel/ptx/mbarrier.cuh"
 
 namespace detmoe::gemm {
@@ -26,9 +32,10 @@ struct PipelineState {
   }
 };
 
-template <class Cfg>
+template <class Cfg, int kCtas = 1>
 struct Pipeline {
-  static constexpr uint32_t kEmptyArrivals = Cfg::kConsumerWarpgroups * 4;
+  static_assert(kCtas == 1 || kCtas == 2, "a stage is shared by one CTA or a pair");
+  static constexpr uint32_t kEmptyArrivals = Cfg::kConsumerWarpgroups * 4 * kCtas;
 
   uint64_t* full;
   uint64_t* empty;
@@ -53,7 +60,12 @@ struct Pipeline {
 
   // One arrival per warp; call after wgmma.wait_group guarantees the stage is no longer read.
   DETMOE_DEVICE void consumer_release(int32_t stage) const {
-    if (ptx::lane_id() == 0) ptx::mbarrier_arrive(empty + stage);
+    if constexpr (kCtas == 1) {
+      if (ptx::lane_id() == 0) ptx::mbarrier_arrive(empty + stage);
+    } else if (ptx::lane_id() == 0) {
+      ptx::mbarrier_arrive_cluster(empty + stage, 0);
+      ptx::mbarrier_arrive_cluster(empty + stage, 1);
+    }
   }
 };
 

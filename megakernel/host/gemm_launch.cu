@@ -2,6 +2,7 @@
 #include <cuda.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <string>
 
 #include "detmoe/gemm.h"
@@ -60,13 +61,15 @@ StatusOr<Maps> make_maps(const GroupedGemm& g) {
   Maps maps{};
   host::MatrixView a = placeholder(g.c), b = placeholder(g.c);
   int a_box_rows = 64, b_box_rows = 64;
+  // A CTA pair loads the weight panel in halves (operand_layout.cuh load_pair).
+  const int forward_b_box_rows = Cfg::kBlockN / g.cluster_ctas;
   if (inputs_used) {
     switch (g.layout) {
       case Layout::kForward:
         a = view(g.a, g.rows, g.k, g.lda);
         b = view(g.b, int64_t{g.groups} * g.n, g.k, g.ldb);
         a_box_rows = Cfg::kBlockM;
-        b_box_rows = Cfg::kBlockN;
+        b_box_rows = forward_b_box_rows;
         break;
       case Layout::kDataGrad:
         a = view(g.a, g.rows, g.k, g.lda);
@@ -99,13 +102,42 @@ StatusOr<Maps> make_maps(const GroupedGemm& g) {
   return maps;
 }
 
-template <Layout kLayout, class Epi>
+template <Layout kLayout, class Epi, int kCtas = 1>
 Status launch(const Maps& maps, const KernelParams& params, int grid, cudaStream_t stream) {
-  auto* kernel = grouped_gemm_kernel<kLayout, Epi, Cfg>;
+  auto* kernel = grouped_gemm_kernel<kLayout, Epi, Cfg, kCtas>;
   constexpr int kSmem = SmemLayout<Cfg>::kDynamicBytes;
   DETMOE_RETURN_IF_ERROR(cuda_status(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem),
                                      "raising the dynamic shared-memory limit"));
-  kernel<<<grid, Cfg::kThreads, kSmem, stream>>>(maps.a, maps.b, maps.c, maps.h, params);
+  if constexpr (kCtas == 1) {
+    kernel<<<grid, Cfg::kThreads, kSmem, stream>>>(maps.a, maps.b, maps.c, maps.h, params);
+  } else {
+    cudaLaunchConfig_t config{};
+    config.blockDim = dim3(Cfg::kThreads);
+    config.dynamicSmemBytes = kSmem;
+    config.stream = stream;
+    cudaLaunchAttribute cluster{};
+    cluster.id = cudaLaunchAttributeClusterDimension;
+    cluster.val.clusterDim.x = kCtas;
+    cluster.val.clusterDim.y = 1;
+    cluster.val.clusterDim.z = 1;
+    // Spread the pairs over the GPCs (what cuBLAS's cluster kernels ask for).
+    cudaLaunchAttribute attrs[2]{cluster, {}};
+    attrs[1].id = cudaLaunchAttributeClusterSchedulingPolicyPreference;
+    attrs[1].val.clusterSchedulingPolicyPreference = cudaClusterSchedulingPolicySpread;
+    config.attrs = attrs;
+    config.numAttrs = 2;
+    // Pairs that cannot all be resident would only run in a later wave: use as many as fit.
+    config.gridDim = dim3(static_cast<unsigned>(kCtas));
+    int resident = 0;
+    DETMOE_RETURN_IF_ERROR(cuda_status(cudaOccupancyMaxActiveClusters(&resident, kernel, &config), "cluster occupancy"));
+    if (resident < 1)
+      return Status(ErrorCode::kCudaError, "gemm: no cluster of " + std::to_string(kCtas) + " CTAs with " +
+                                               std::to_string(kSmem) + " bytes of shared memory each fits this device");
+    const int pairs = std::max(1, std::min(grid / kCtas, resident));
+    config.gridDim = dim3(static_cast<unsigned>(pairs * kCtas));
+    DETMOE_RETURN_IF_ERROR(cuda_status(cudaLaunchKernelEx(&config, kernel, maps.a, maps.b, maps.c, maps.h, params),
+                                       "cluster launch"));
+  }
   return cuda_status(cudaGetLastError(), "kernel launch");
 }
 
@@ -140,9 +172,14 @@ Status run(const GroupedGemm& g, cudaStream_t stream) {
 
   switch (g.layout) {
     case Layout::kForward:
+      if (g.cluster_ctas == 2) {
+        if (g.epilogue == Epilogue::kSwiGLU) return launch<Layout::kForward, SwiGLUEpilogue, 2>(*maps, p, grid, stream);
+        return launch<Layout::kForward, StoreEpilogue, 2>(*maps, p, grid, stream);
+      }
       if (g.epilogue == Epilogue::kSwiGLU) return launch<Layout::kForward, SwiGLUEpilogue>(*maps, p, grid, stream);
       return launch<Layout::kForward, StoreEpilogue>(*maps, p, grid, stream);
     case Layout::kDataGrad:
+      if (g.cluster_ctas == 2) return launch<Layout::kDataGrad, StoreEpilogue, 2>(*maps, p, grid, stream);
       return launch<Layout::kDataGrad, StoreEpilogue>(*maps, p, grid, stream);
     case Layout::kWeightGrad:
       return launch<Layout::kWeightGrad, StoreEpilogue>(*maps, p, grid, stream);

@@ -87,6 +87,12 @@ Status validate(const GroupedGemm& g) {
   if (reinterpret_cast<uintptr_t>(g.tile_tickets) % alignof(unsigned int) != 0)
     return invalid_argument("gemm: tile_tickets is not 4-byte aligned (address % 4 = " +
                             str(static_cast<int64_t>(reinterpret_cast<uintptr_t>(g.tile_tickets) % 4)) + ")");
+  if (g.cluster_ctas != 1 && g.cluster_ctas != 2)
+    return invalid_argument("gemm: cluster_ctas = " + str(g.cluster_ctas) + " must be 1 or 2");
+  if (g.cluster_ctas == 2 && g.layout == Layout::kWeightGrad)
+    return invalid_argument("gemm: cluster_ctas = 2 needs the forward or data-grad layout (got weight-grad)");
+  if (g.cluster_ctas == 2 && g.tile_tickets != nullptr)
+    return invalid_argument("gemm: cluster_ctas = 2 takes the static deal only (tile_tickets must be null)");
   if (swiglu && g.n % 16 != 0)
     return invalid_argument("gemm: n = " + str(g.n) + " must be a multiple of 16 for swiglu (gate/up blocks of 8)");
   // Stacked per-group operands are indexed in int32 on the device.

@@ -141,6 +141,76 @@ TEST_P(GemmSchedule, GroupedEqualsEachGroupAlone) {
   }
 }
 
+// CTA pairs (cluster_ctas = 2; forward and data-grad layouts) load half of each weight panel each
+// and multicast it to both CTAs: the same stage contents and wgmmas, so the same bits as lone
+// CTAs, for every epilogue and grid. The group sizes above give groups of odd m-block count (the
+// pair's second tile is inactive) and of one row; N = 528 leaves the last n-block's second half
+// unloaded (forward: its 128-row half; data-grad: its boxes 1–3).
+class GemmClusterPairs : public ::testing::TestWithParam<Layout> {};
+
+TEST_P(GemmClusterPairs, SameBitsAsLoneCtas) {
+  DETMOE_REQUIRE_GPU();
+  Case c = make_case(GetParam(), 24);
+  c.p.n = 528;
+  c.b = normal_bf16(static_cast<size_t>(c.p.b_rows() * c.p.pitch_b()), 25);
+  std::vector<float> scale(static_cast<size_t>(c.p.rows));
+  for (size_t i = 0; i < scale.size(); ++i) scale[i] = 0.25f + 0.01f * static_cast<float>(i % 97);
+  const std::vector<Epilogue> epilogues =
+      c.p.layout == Layout::kForward
+          ? std::vector<Epilogue>{Epilogue::kStoreFP32, Epilogue::kStoreBF16, Epilogue::kRowScaleBF16, Epilogue::kSwiGLU}
+          : std::vector<Epilogue>{Epilogue::kStoreFP32, Epilogue::kStoreBF16};
+  for (Epilogue e : epilogues) {
+    const bool with_h = e == Epilogue::kSwiGLU;
+    const auto outputs = [&](int32_t grid, int32_t cluster) {
+      DeviceProblem d;
+      upload_problem(c.p, c.a, c.b, e, d, e == Epilogue::kRowScaleBF16 ? scale : std::vector<float>{}, with_h);
+      const Status s = run_problem(c.p, e, d, grid, true, nullptr, cluster);
+      EXPECT_TRUE(s.ok()) << s.to_string();
+      auto bytes = download<uint8_t>(d.c, d.c.bytes());
+      if (with_h) {
+        const auto h = download<uint8_t>(d.h, d.h.bytes());
+        bytes.insert(bytes.end(), h.begin(), h.end());
+      }
+      return bytes;
+    };
+    const auto lone = outputs(0, 1);
+    for (int32_t grid : {0, 66, 17, 2, 1}) {
+      const auto paired = outputs(grid, 2);
+      ASSERT_EQ(lone.size(), paired.size());
+      EXPECT_EQ(std::memcmp(lone.data(), paired.data(), lone.size()), 0)
+          << describe(c.p) << ", " << to_string(e) << ": CTA pairs on grid " << grid << " differ from lone CTAs";
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Layouts, GemmClusterPairs, ::testing::Values(Layout::kForward, Layout::kDataGrad),
+                         layout_param_name<::testing::TestParamInfo<Layout>>);
+
+TEST(GemmClusterPairsValidate, RejectsTheWeightGradLayoutTicketsAndOtherSizes) {
+  GroupedGemm g;
+  g.layout = Layout::kWeightGrad;
+  g.cluster_ctas = 2;
+  g.rows = 128;
+  g.m = 256;
+  g.n = 256;
+  int dummy = 0;
+  g.a = g.b = g.c = &dummy;
+  const Status s = validate(g);
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.to_string().find("cluster_ctas = 2"), std::string::npos) << s.to_string();
+  g.layout = Layout::kDataGrad;
+  g.m = 0;
+  g.k = 64;
+  unsigned int counter = 0;
+  g.tile_tickets = &counter;
+  const Status tickets = validate(g);
+  EXPECT_NE(tickets.to_string().find("static deal"), std::string::npos) << tickets.to_string();
+  g.tile_tickets = nullptr;
+  g.cluster_ctas = 3;
+  const Status three = validate(g);
+  EXPECT_NE(three.to_string().find("cluster_ctas = 3"), std::string::npos) << three.to_string();
+}
+
 INSTANTIATE_TEST_SUITE_P(Layouts, GemmSchedule,
                          ::testing::Values(Layout::kForward, Layout::kDataGrad, Layout::kWeightGrad),
                          layout_param_name<::testing::TestParamInfo<Layout>>);
