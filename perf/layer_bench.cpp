@@ -239,7 +239,6 @@ struct PhaseTimes {
   void add_step(const std::vector<std::pair<std::string, float>>& phases) {
     std::vector<double> step(names.size(), 0.0);
     for (const auto& [name, t] : phases) {
-      if (t < 0) die("--phases: a phase event failed (" + name + ")");
       const size_t i = static_cast<size_t>(std::find(names.begin(), names.end(), name) - names.begin());
       if (i == names.size()) {
         names.push_back(name);
@@ -305,8 +304,9 @@ void time_steps(benchmark::State& state, const std::string& what, cudaStream_t s
     check(cudaEventRecord(stop, stream), "record");
     check(cudaEventSynchronize(stop), "sync");
     if (phases_on()) {
-      check(marks.error(), "phase marks");
-      phase_times.add_step(marks.phases());
+      const auto phases = marks.phases();
+      check(marks.error(), "phase marks");  // every failed event (a phase of −1 ms) is recorded there
+      phase_times.add_step(phases);
     }
     float t = 0;
     check(cudaEventElapsedTime(&t, start, stop), "elapsed");

@@ -90,7 +90,9 @@ struct ReferenceLayer::Impl {
                       std::span<const DeviceGradOutputs> outputs);
   // The forward's first GEMM and SwiGLU of the routed experts and of the shared expert
   // (backward calls them again when h was not saved).
-  Status routed_gate_up(ref::RankState& r, const DeviceLayerInputs& in);
+  // h = x·W_gate_upᵀ per expert, then a = swiglu(h); the two phases are marked with the caller's
+  // names (detmoe/phase_marks.h), so the backward's recompute is not counted as the forward's.
+  Status routed_gate_up(ref::RankState& r, const DeviceLayerInputs& in, const char* gemm_phase, const char* swiglu_phase);
   Status shared_gate_up(ref::RankState& r, const uint16_t* x, const uint16_t* ws_gate_up);
 };
 

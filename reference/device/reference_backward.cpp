@@ -46,7 +46,7 @@ Status ReferenceLayer::Impl::run_backward(std::span<const DeviceLayerInputs> inp
     DETMOE_CUDA_RETURN(cudaSetDevice(r->device));
     const DeviceLayerInputs& in = inputs[r->slot];
     const DeviceGradOutputs& out = outputs[r->slot];
-    if (!config.save_h) DETMOE_RETURN_IF_ERROR(routed_gate_up(*r, in));  // marks its own phases
+    if (!config.save_h) DETMOE_RETURN_IF_ERROR(routed_gate_up(*r, in, "recompute h: gate_up GEMMs", "recompute h: SwiGLU"));
     const int64_t begin = rank_row_begin(r->rank), rows_total = expert_offset[(r->rank + 1) * epr] - begin;
     std::vector<GemmProblem> da, dx, dw_down, dw_gate_up;
     for (int64_t el = 0; el < epr; ++el) {

@@ -14,7 +14,8 @@ using ref::GemmOut;
 using ref::GemmProblem;
 using ref::RankState;
 
-Status ReferenceLayer::Impl::routed_gate_up(RankState& r, const DeviceLayerInputs& in) {
+Status ReferenceLayer::Impl::routed_gate_up(RankState& r, const DeviceLayerInputs& in, const char* gemm_phase,
+                                            const char* swiglu_phase) {
   const int64_t H = shape.H, F = shape.F, epr = shape.experts_per_rank(), begin = rank_row_begin(r.rank);
   std::vector<GemmProblem> gate_up;
   for (int64_t el = 0; el < epr; ++el) {
@@ -24,10 +25,10 @@ Status ReferenceLayer::Impl::routed_gate_up(RankState& r, const DeviceLayerInput
     gate_up.push_back({rows, 2 * F, H, r.x_exp + at * H, H, in.w_gate_up + el * 2 * F * H, H, r.h + at * 2 * F, 2 * F});
   }
   DETMOE_RETURN_IF_ERROR(r.gemm.run(options.gemm, false, true, GemmOut::kBF16, gate_up, "h = x·W_gate_upᵀ"));
-  mark_phase(r.stream, "gate_up GEMMs");
+  mark_phase(r.stream, gemm_phase);
   const int64_t rows = expert_offset[(r.rank + 1) * epr] - begin;
   DETMOE_RETURN_IF_ERROR(ref::launch_swiglu(r.h, rows, F, r.a, r.stream));
-  mark_phase(r.stream, "SwiGLU");
+  mark_phase(r.stream, swiglu_phase);
   return Status::Ok();
 }
 
@@ -62,7 +63,7 @@ Status ReferenceLayer::Impl::run_forward(std::span<const DeviceLayerInputs> inpu
   for (auto& r : ranks) {
     DETMOE_CUDA_RETURN(cudaSetDevice(r->device));
     const DeviceLayerInputs& in = inputs[r->slot];
-    DETMOE_RETURN_IF_ERROR(routed_gate_up(*r, in));
+    DETMOE_RETURN_IF_ERROR(routed_gate_up(*r, in, "gate_up GEMMs", "SwiGLU"));
     const int64_t begin = rank_row_begin(r->rank);
     std::vector<GemmProblem> down;
     for (int64_t el = 0; el < epr; ++el) {
