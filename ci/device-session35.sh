@@ -22,6 +22,6 @@ step "CTA pairs ($(left) s left)"
 OUT=$out/pairs BUDGET_S=${S35_PAIRS_S:-170} PAIRS_NCU=0 PAIRS_BENCH_LIMIT=140 PAIRS_BIN=.abbin/pairs \
   PAIRS_FILTER='grouped/(mixtral-8x7b|deepseek-v3)_(up|down)_(forward|data_grad)/' bash ci/device-gemm-pairs.sh
 step "dc and main: tests, sanitizers, golden, rounds ($(left) s left)"
-OUT=$out/ab BUDGET_S=$(( $(left) - 5 )) AB_BIN=.abbin AB_NAMES='dc main' AB_ROUNDS=2 TRACE_SHAPES=deepseek-v3 AB_REF=round AB_TORCH=1 \
+OUT=$out/ab BUDGET_S=$(( $(left) - 5 )) AB_BIN=.abbin AB_NAMES='dc main' AB_ROUNDS=${S35_ROUNDS:-2} TRACE_SHAPES=deepseek-v3 AB_REF=round AB_TORCH=1 \
   AB_ROUTING=balanced,zipf1 AB_BENCH_ARGS=--warmup-seconds=1 AB_ROUND_MIN=60 bash ci/device-ab-prebuilt.sh
 step done
