@@ -2,12 +2,17 @@
 # The GEMM core against cuBLAS per expert on one grouped GEMM, by ncu (the GPU's own clocks):
 # duration, SM clock, DRAM and L2 traffic, instructions, for GEMM_NCU_CASE's /ours and
 # /cublas_per_expert benchmarks of detmoe_perf_gemm (a few launches of each after warm-up).
-#   OUT=dir BUDGET_S=... [BIN=.abbin/auto] [GEMM_NCU_CASE=mixtral-8x7b_up_forward] bash ci/device-gemm-ncu.sh
-#   (carry .devdeps and BIN's tree, libbenchmark in .abbin/lib)
+# DRAM bytes read / written and the L2's read sectors from the SMs (and their misses) are counted
+# too: session 35 found the core at cuBLAS's cycles but 1.5–1.8× its DRAM bytes (from the DRAM
+# throughput percentage; these counters give the bytes themselves).
+#   OUT=dir BUDGET_S=... [BIN=.abbin/auto] [GEMM_NCU_CASE='mixtral-8x7b_up_forward deepseek-v3_up_data_grad']
+#     bash ci/device-gemm-ncu.sh
+#   (BIN: a folder holding detmoe_perf_gemm; carry .devdeps and BIN's tree, libbenchmark in .abbin/lib)
 source "$(dirname "$0")/device-call.sh"
 bin=${BIN:-.abbin/auto}
 use_prebuilt "$(dirname "$bin")"
-case=${GEMM_NCU_CASE:-mixtral-8x7b_up_forward}
+counters=dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sectors_srcunit_tex_op_read.sum,lts__t_sectors_srcunit_tex_op_read_lookup_miss.sum
+for case in ${GEMM_NCU_CASE:-mixtral-8x7b_up_forward}; do
 for impl in ours cublas_per_expert; do
   [ "$(left)" -gt 40 ] || break
   step "ncu $case/$impl ($(left) s left)"
@@ -15,15 +20,17 @@ for impl in ours cublas_per_expert; do
   count=$([ "$impl" = ours ] && echo 2 || echo 8)
   timeout $(( $(left) - 20 )) ncu --clock-control none --launch-skip 24 --launch-count "$count" \
     --section SpeedOfLight --section MemoryWorkloadAnalysis --section LaunchStats --section InstructionStats \
-    --section Occupancy --csv --page details "$bin/detmoe_perf_gemm" --benchmark_filter="grouped/$case/$impl/" \
-    >"$OUT/ncu-$impl.csv" 2>"$OUT/ncu-$impl.err"
-  echo "ncu exit $?"; tail -n 2 "$OUT/ncu-$impl.err"
-  (cd perf && python3 - "$OUT/ncu-$impl.csv") <<'PY'
+    --section Occupancy --metrics "$counters" --csv --page details "$bin/detmoe_perf_gemm" \
+    --benchmark_filter="grouped/$case/$impl/" >"$OUT/ncu-$case-$impl.csv" 2>"$OUT/ncu-$case-$impl.err"
+  echo "ncu exit $?"; tail -n 2 "$OUT/ncu-$case-$impl.err"
+  (cd perf && python3 - "$OUT/ncu-$case-$impl.csv") <<'PY'
 import sys
 from kernel_times import ncu_rows
 want = ["Duration", "SM Frequency", "DRAM Throughput", "Memory Throughput", "L2 Hit Rate", "L1/TEX Hit Rate",
         "Compute (SM) Throughput", "Executed Ipc Active", "Executed Instructions", "Registers Per Thread",
-        "Grid Size", "Cluster Size", "Dynamic Shared Memory Per Block", "Achieved Occupancy"]
+        "Grid Size", "Cluster Size", "Dynamic Shared Memory Per Block", "Achieved Occupancy",
+        "dram__bytes_read.sum", "dram__bytes_write.sum", "lts__t_sectors_srcunit_tex_op_read.sum",
+        "lts__t_sectors_srcunit_tex_op_read_lookup_miss.sum"]
 rows = {}
 for r in ncu_rows(sys.argv[1]):
     k = (r["ID"], r["Kernel Name"][:60])
@@ -33,5 +40,6 @@ for (i, name), m in rows.items():
     print(f"#{i} {name}")
     print("   " + " | ".join(f"{w}: {m[w]}" for w in want if w in m))
 PY
+done
 done
 step done
