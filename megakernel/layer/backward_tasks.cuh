@@ -195,8 +195,8 @@ DETMOE_DEVICE BwdGemmTask describe_bwd_task(const BackwardParams& bp, const BwdT
       const bool first = task.phase == BwdPhase::kDgrad1;
       const int32_t n_blocks = div_up(first ? p.F : p.H, kBwdTileCols);
       const int32_t e = walker.expert_of(list.mblock_first() + task.index / n_blocks);
-      const int32_t e_mblock0 = __ldcg(p.ws.mblock_offset + e);
-      const int32_t e_mblocks = __ldcg(p.ws.mblock_offset + e + 1) - e_mblock0;
+      const int32_t e_mblock0 = walker.mblock_begin();
+      const int32_t e_mblocks = walker.mblock_end() - e_mblock0;
       const gemm::BandCoords bc = gemm::balanced_band_coords(
           task.index - (e_mblock0 - list.mblock_first()) * n_blocks, e_mblocks, n_blocks, p.dgrad_band_mblocks);
       const int32_t row_block = e_mblock0 - list.mblock_first() + bc.m_block;

@@ -78,8 +78,8 @@ DETMOE_DEVICE GemmTask describe_gemm_task(const LayerParams& p, const Task& task
   if (routed) {
     // A_e ≤ ⌊index / n_blocks⌋ < A_{e+1} exactly when index is one of expert e's tasks.
     const int32_t e = walker.expert_of(list.mblock_first() + task.index / n_blocks);
-    const int32_t e_mblock0 = __ldcg(p.ws.mblock_offset + e);
-    const int32_t e_mblocks = __ldcg(p.ws.mblock_offset + e + 1) - e_mblock0;
+    const int32_t e_mblock0 = walker.mblock_begin();
+    const int32_t e_mblocks = walker.mblock_end() - e_mblock0;
     const gemm::BandCoords bc = gemm::balanced_band_coords(
         task.index - (e_mblock0 - list.mblock_first()) * n_blocks, e_mblocks, n_blocks, p.fwd_band_mblocks);
     row_block = e_mblock0 - list.mblock_first() + bc.m_block;
