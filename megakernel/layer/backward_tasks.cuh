@@ -201,9 +201,9 @@ DETMOE_DEVICE BwdGemmTask describe_bwd_task(const BackwardParams& bp, const BwdT
           task.index - (e_mblock0 - list.mblock_first()) * n_blocks, e_mblocks, n_blocks, p.dgrad_band_mblocks);
       const int32_t row_block = e_mblock0 - list.mblock_first() + bc.m_block;
       const int32_t m0 = bc.m_block * kRowsPerMBlock;
-      const int32_t rows_first = __ldcg(p.ws.expert_offset + e);
-      const int32_t count = __ldcg(p.ws.expert_offset + e + 1) - rows_first;
-      const int32_t rows_begin = r * p.capacity + rows_first - __ldcg(p.ws.rank_row_begin + r);
+      const int32_t rows_first = walker.row_begin();
+      const int32_t count = walker.row_end() - rows_first;
+      const int32_t rows_begin = r * p.capacity + rows_first - walker.rank_row0();
       const int32_t el = e - r * epr;
       g.col0 = bc.n_block * kBwdTileCols;
       g.c_row = rows_begin + m0;

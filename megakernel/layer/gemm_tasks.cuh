@@ -85,9 +85,9 @@ DETMOE_DEVICE GemmTask describe_gemm_task(const LayerParams& p, const Task& task
     row_block = e_mblock0 - list.mblock_first() + bc.m_block;
     col0 = bc.n_block * width;
     g.tile.col0 = col0;
-    const int32_t first = __ldcg(p.ws.expert_offset + e), count = __ldcg(p.ws.expert_offset + e + 1) - first;
+    const int32_t first = walker.row_begin(), count = walker.row_end() - first;
     m0 = bc.m_block * kRowsPerMBlock;
-    rows_begin = r * p.capacity + first - __ldcg(p.ws.rank_row_begin + r);
+    rows_begin = r * p.capacity + first - walker.rank_row0();
     rows_end = rows_begin + count;
     const int32_t el = e - r * p.experts_per_rank;
     g.plan_row0 = first + m0;

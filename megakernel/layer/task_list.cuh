@@ -161,8 +161,8 @@ class TaskList {
 class ExpertWalker {
  public:
   DETMOE_DEVICE ExpertWalker(const LayerParams& p, int32_t rank)
-      : offsets_(p.ws.mblock_offset), first_(rank * p.experts_per_rank), last_(first_ + p.experts_per_rank - 1),
-        e_(first_) {}
+      : offsets_(p.ws.mblock_offset), rows_(p.ws.expert_offset), rank_rows_(p.ws.rank_row_begin + rank),
+        first_(rank * p.experts_per_rank), last_(first_ + p.experts_per_rank - 1), e_(first_) {}
 
   // Expert of global m-block `mb` (which must belong to the rank).
   DETMOE_DEVICE int32_t expert_of(int32_t mb) {
@@ -182,20 +182,32 @@ class ExpertWalker {
     while (e_ < last_ && __ldcg(offsets_ + e_ + 1) <= mb) ++e_;
     begin_ = __ldcg(offsets_ + e_);
     end_ = __ldcg(offsets_ + e_ + 1);
+    row_begin_ = __ldcg(rows_ + e_);
+    row_end_ = __ldcg(rows_ + e_ + 1);
+    rank_row0_ = __ldcg(rank_rows_);
     return e_;
   }
 
-  // The m-block offsets of the expert expert_of returned last: [mblock_begin, mblock_end).
+  // Of the expert expert_of returned last: its m-block offsets [mblock_begin, mblock_end), its
+  // plan rows [row_begin, row_end) (expert_offset), and the rank's first plan row (rank_row_begin).
   DETMOE_DEVICE int32_t mblock_begin() const { return begin_; }
   DETMOE_DEVICE int32_t mblock_end() const { return end_; }
+  DETMOE_DEVICE int32_t row_begin() const { return row_begin_; }
+  DETMOE_DEVICE int32_t row_end() const { return row_end_; }
+  DETMOE_DEVICE int32_t rank_row0() const { return rank_row0_; }
 
  private:
   const int32_t* offsets_;
+  const int32_t* rows_;
+  const int32_t* rank_rows_;
   int32_t first_;
   int32_t last_;
   int32_t e_;
   int32_t begin_ = 0;  // empty until the first answer
   int32_t end_ = 0;
+  int32_t row_begin_ = 0;
+  int32_t row_end_ = 0;
+  int32_t rank_row0_ = 0;
 };
 
 // The counters of rank r.
