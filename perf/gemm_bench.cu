@@ -18,6 +18,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -229,7 +230,8 @@ struct GroupedCase {
   bool baseline = true;  // also timed by gemm_grouped_torch.py (which only writes bf16)
 };
 
-void bench_grouped(benchmark::State& state, const GroupedCase& gc, const std::vector<int32_t>& counts) {
+void bench_grouped(benchmark::State& state, const GroupedCase& gc, const std::vector<int32_t>& counts,
+                   int32_t band_mblocks = 0) {
   const int64_t groups = static_cast<int64_t>(counts.size());
   std::vector<int32_t> offsets{0};
   for (int32_t c : counts) offsets.push_back(offsets.back() + c);
@@ -256,6 +258,7 @@ void bench_grouped(benchmark::State& state, const GroupedCase& gc, const std::ve
   g.a = a.p;
   g.b = b.p;
   g.c = c.p;
+  g.band_mblocks = band_mblocks;
   time_gemm_core(state, flops, g);
   state.counters["rows"] = static_cast<double>(rows);
 }
@@ -318,7 +321,36 @@ void write_segments(const std::vector<GroupedCase>& cases, const std::map<std::s
 
 }  // namespace
 
+// `--bands=B[,B...]`: also time the grouped forward and data-gradient cases with the tile order in
+// bands of B m-blocks (GroupedGemm::band_mblocks; `ours` keeps the default), as `ours_band<B>`.
+// Taken out of argv before Google Benchmark reads it.
+std::vector<int32_t> take_bands(int& argc, char** argv) {
+  std::vector<int32_t> bands;
+  int kept = 1;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg.rfind("--bands=", 0) != 0) {
+      argv[kept++] = argv[i];
+      continue;
+    }
+    std::stringstream list(arg.substr(8));
+    std::string item;
+    while (std::getline(list, item, ',')) {
+      char* end = nullptr;
+      const long band = std::strtol(item.c_str(), &end, 10);
+      if (item.empty() || *end != '\0' || band < 1 || band > 4096) {
+        std::fprintf(stderr, "detmoe_perf_gemm: --bands wants m-block counts in [1, 4096], got '%s'\n", item.c_str());
+        std::exit(2);
+      }
+      bands.push_back(static_cast<int32_t>(band));
+    }
+  }
+  argc = kept;
+  return bands;
+}
+
 int main(int argc, char** argv) {
+  const std::vector<int32_t> bands = take_bands(argc, argv);
   const std::vector<DenseCase> dense{
       {"forward_4096", Layout::kForward, 4096},
       {"forward_8192", Layout::kForward, 8192},
@@ -379,6 +411,12 @@ int main(int argc, char** argv) {
         ->Iterations(kTimedLaunches)
         ->Unit(benchmark::kMillisecond);
     if (gc.layout == Layout::kWeightGrad) continue;
+    for (int32_t band : bands)
+      benchmark::RegisterBenchmark(("gemm/grouped/" + gc.name + "/ours_band" + std::to_string(band)).c_str(),
+                                   [gc, cnt, band](benchmark::State& st) { bench_grouped(st, gc, cnt, band); })
+          ->UseManualTime()
+          ->Iterations(kTimedLaunches)
+          ->Unit(benchmark::kMillisecond);
     benchmark::RegisterBenchmark(("gemm/grouped/" + gc.name + "/cublas_per_expert").c_str(),
                                  [gc, cnt](benchmark::State& st) { bench_grouped_cublas(st, gc, cnt); })
         ->UseManualTime()

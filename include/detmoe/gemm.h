@@ -73,6 +73,11 @@ struct GroupedGemm {
   // `stream` before the launch, so launches on one stream may share it and launches that can run
   // at once may not. Changes speed, never bits.
   unsigned int* tile_tickets = nullptr;
+  // m-blocks per band of the tile order (tiles numbered group by group, inside a group in bands
+  // of this many m-blocks, m fastest, so the tiles running at once share their B panels in L2).
+  // 0: the core's default, 8. Changes speed, never bits (docs/PERF.md session 35: the order sets
+  // how many DRAM bytes a launch reads, and under the power cap bytes are clock).
+  int32_t band_mblocks = 0;
 };
 
 // Block shape and pipeline depth of one launch: a pure function of (layout, n, k), never of

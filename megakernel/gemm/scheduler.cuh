@@ -1,7 +1,7 @@
 // Persistent tile scheduler over all groups of a grouped GEMM.
 //
-// Tiles are numbered group by group; inside a group in bands of kBandRows m-blocks (m fastest)
-// for L2 reuse. Which tiles a CTA runs is the deal's (TileDeal in kernel.cuh: c, c + grid, … or
+// Tiles are numbered group by group; inside a group in bands of p.band_mblocks m-blocks (m
+// fastest) for L2 reuse. Which tiles a CTA runs is the deal's (TileDeal in kernel.cuh: c, c + grid, … or
 // tickets); the ids a CTA runs only grow, so each CTA walks the group offsets forward once:
 // amortised O(groups) loads, no table, no host sync, and a group with no tiles (zero rows in
 // kForward / kDataGrad) costs one step of that walk. Producer and consumers each run their own
@@ -38,7 +38,8 @@ class TileScheduler {
         rows_(p.rows),
         m_(p.m),
         k_(p.k),
-        n_blocks_(ceil_div(p.n, Cfg::kBlockN)) {}
+        n_blocks_(ceil_div(p.n, Cfg::kBlockN)),
+        band_(p.band_mblocks) {}
 
   // Tile `id` (not below any id asked before), false when the problem has fewer tiles.
   DETMOE_DEVICE bool at(int64_t id, Tile& t) {
@@ -50,7 +51,7 @@ class TileScheduler {
       group_begin_ = group_end_;
       group_end_ += static_cast<int64_t>(m_blocks_) * n_blocks_;
     }
-    const BandCoords bc = band_coords(id - group_begin_, m_blocks_, n_blocks_, Cfg::kBandRows);
+    const BandCoords bc = band_coords(id - group_begin_, m_blocks_, n_blocks_, band_);
     t.group = group_;
     t.rows_begin = rows_begin_;
     t.rows_end = rows_end_;
@@ -81,6 +82,7 @@ class TileScheduler {
   int32_t m_;
   int32_t k_;
   int32_t n_blocks_;
+  int32_t band_;
   int32_t group_ = -1;
   int64_t group_begin_ = 0;
   int64_t group_end_ = 0;

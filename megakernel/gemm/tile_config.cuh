@@ -28,7 +28,8 @@ struct Tile128x256 {
   static constexpr uint32_t kConsumerRegisters = 224;
 
   // Rows of L2-friendly bands: consecutive tiles walk kBandRows m-blocks before moving to the
-  // next n-block, so the CTAs in flight share A rows and B columns.
+  // next n-block, so the CTAs in flight share A rows and B columns. The default of
+  // GroupedGemm::band_mblocks (a launch may set another).
   static constexpr int kBandRows = 8;
 
   // Epilogue staging per consumer warpgroup: two 8 KB slabs that rotate (smem_layout.cuh).

@@ -84,6 +84,8 @@ Status validate(const GroupedGemm& g) {
   if (g.group_offsets == nullptr && g.groups != 1)
     return invalid_argument("gemm: groups = " + str(g.groups) + " needs group_offsets (only one group may omit them)");
   if (g.grid_ctas < 0) return invalid_argument("gemm: grid_ctas = " + str(g.grid_ctas) + " is negative (0 = one per SM)");
+  if (g.band_mblocks < 0)
+    return invalid_argument("gemm: band_mblocks = " + str(g.band_mblocks) + " is negative (0 = the default band)");
   if (reinterpret_cast<uintptr_t>(g.tile_tickets) % alignof(unsigned int) != 0)
     return invalid_argument("gemm: tile_tickets is not 4-byte aligned (address % 4 = " +
                             str(static_cast<int64_t>(reinterpret_cast<uintptr_t>(g.tile_tickets) % 4)) + ")");

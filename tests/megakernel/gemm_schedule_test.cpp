@@ -29,10 +29,11 @@ Case make_case(Layout layout, uint64_t seed) {
   return c;
 }
 
-std::vector<uint8_t> run_bytes(const Case& c, Epilogue e, int32_t grid, unsigned int* tickets = nullptr) {
+std::vector<uint8_t> run_bytes(const Case& c, Epilogue e, int32_t grid, unsigned int* tickets = nullptr,
+                               int32_t band_mblocks = 0) {
   DeviceProblem d;
   upload_problem(c.p, c.a, c.b, e, d);
-  const Status s = run_problem(c.p, e, d, grid, true, tickets);
+  const Status s = run_problem(c.p, e, d, grid, true, tickets, band_mblocks);
   EXPECT_TRUE(s.ok()) << s.to_string();
   return download<uint8_t>(d.c, d.c.bytes());
 }
@@ -49,6 +50,27 @@ TEST_P(GemmSchedule, GridSizeDoesNotChangeBits) {
       ASSERT_EQ(full.size(), other.size());
       EXPECT_EQ(std::memcmp(full.data(), other.data(), full.size()), 0)
           << describe(c.p) << ", " << to_string(e) << ": grid " << grid << " differs from grid 132";
+    }
+  }
+}
+
+// The band of the tile order (GroupedGemm::band_mblocks) moves tiles between CTAs and in time,
+// never a bit: one band per m-block, odd bands, bands taller than any group, with the static deal
+// and with tickets (whose counter the uneven groups of the case take).
+TEST_P(GemmSchedule, BandDoesNotChangeBits) {
+  DETMOE_REQUIRE_GPU();
+  const Case c = make_case(GetParam(), 27);
+  DeviceBuffer counter(sizeof(unsigned int));
+  for (Epilogue e : {Epilogue::kStoreFP32, Epilogue::kStoreBF16}) {
+    const auto fixed = run_bytes(c, e, 132);
+    for (int32_t band : {1, 3, 16, 64}) {
+      for (unsigned int* tickets : {static_cast<unsigned int*>(nullptr), counter.as<unsigned int>()}) {
+        const auto banded = run_bytes(c, e, 17, tickets, band);
+        ASSERT_EQ(fixed.size(), banded.size());
+        EXPECT_EQ(std::memcmp(fixed.data(), banded.data(), fixed.size()), 0)
+            << describe(c.p) << ", " << to_string(e) << ": band " << band << (tickets ? " with tickets" : "")
+            << " on grid 17 differs from the default band on grid 132";
+      }
     }
   }
 }

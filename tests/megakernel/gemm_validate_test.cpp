@@ -72,6 +72,14 @@ TEST(GemmValidate, NamesAMisalignedTicketCounter) {
   EXPECT_TRUE(validate(g).ok());
 }
 
+TEST(GemmValidate, NamesANegativeBand) {
+  GroupedGemm g = valid_forward();
+  g.band_mblocks = -2;
+  expect_invalid(g, "band_mblocks = -2 is negative (0 = the default band)");
+  g.band_mblocks = 16;
+  EXPECT_TRUE(validate(g).ok());
+}
+
 TEST(GemmValidate, EpiloguesMatchLayouts) {
   GroupedGemm g = valid_forward();
   g.layout = Layout::kDataGrad;
