@@ -8,19 +8,22 @@
 #   OUT=dir BUDGET_S=... [BIN=.abbin/auto] [GEMM_NCU_CASE='mixtral-8x7b_up_forward deepseek-v3_up_data_grad']
 #     bash ci/device-gemm-ncu.sh
 #   (BIN: a folder holding detmoe_perf_gemm; carry .devdeps and BIN's tree, libbenchmark in .abbin/lib)
+# GEMM_NCU_IMPLS: the benchmarks' implementations (default 'ours cublas_per_expert'); GEMM_NCU_ARGS:
+# arguments for detmoe_perf_gemm, e.g. '--bands=16' with GEMM_NCU_IMPLS='ours ours_band16
+# cublas_per_expert' (branch gemm-band's binary).
 source "$(dirname "$0")/device-call.sh"
 bin=${BIN:-.abbin/auto}
 use_prebuilt "$(dirname "$bin")"
 counters=dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sectors_srcunit_tex_op_read.sum,lts__t_sectors_srcunit_tex_op_read_lookup_miss.sum
 for case in ${GEMM_NCU_CASE:-mixtral-8x7b_up_forward}; do
-for impl in ours cublas_per_expert; do
+for impl in ${GEMM_NCU_IMPLS:-ours cublas_per_expert}; do
   [ "$(left)" -gt 40 ] || break
   step "ncu $case/$impl ($(left) s left)"
   # ours: one launch is the whole grouped GEMM; cuBLAS: one launch per expert (8 for mixtral).
-  count=$([ "$impl" = ours ] && echo 2 || echo 8)
+  count=$([ "$impl" = cublas_per_expert ] && echo 8 || echo 2)
   timeout $(( $(left) - 20 )) ncu --clock-control none --launch-skip 24 --launch-count "$count" \
     --section SpeedOfLight --section MemoryWorkloadAnalysis --section LaunchStats --section InstructionStats \
-    --section Occupancy --metrics "$counters" --csv --page details "$bin/detmoe_perf_gemm" \
+    --section Occupancy --metrics "$counters" --csv --page details "$bin/detmoe_perf_gemm" ${GEMM_NCU_ARGS:-} \
     --benchmark_filter="grouped/$case/$impl/" >"$OUT/ncu-$case-$impl.csv" 2>"$OUT/ncu-$case-$impl.err"
   echo "ncu exit $?"; tail -n 2 "$OUT/ncu-$case-$impl.err"
   (cd perf && python3 - "$OUT/ncu-$case-$impl.csv") <<'PY'
