@@ -3,8 +3,9 @@
 # machine (carry .devdeps .abbin):
 #   .abbin/pairs = branch dgrad-pairs's detmoe_gemm_test + detmoe_perf_gemm (the GEMM core's CTA
 #                  pairs for the forward and data-grad layouts; never run on a GPU before);
-#   .abbin/dc    = branch describe-cache2 (main + the ExpertWalker keeping the last expert's m-block span, plan rows and the rank's first row: the backward's
-#                  consumers describe a tile of the same expert without an L2 load), the same three
+#   .abbin/dc    = branch describe-cache2 (main + the ExpertWalker keeping the last expert's m-block
+#                  span, plan rows and the rank's first row: the backward's consumers describe a
+#                  tile of the same expert without an L2 load), the same three
 #                  binaries (built with ninja, copied and stripped like ci/ab-knob-trees.sh does);
 #   .abbin/main  = main's detmoe, detmoe_perf_layer, detmoe_layer_test (ci/ab-knob-trees.sh build .abbin main).
 # 1. the pairs: their tests, memcheck + racecheck of the pair test, then lone / pairs / cuBLAS per
