@@ -41,15 +41,17 @@ sanitize_verify() {
     >"$OUT/san-$tool.log" 2>&1
   echo "$tool exit $?"; grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|Hazard|PASS|FAIL|rror' "$OUT/san-$tool.log" | head -4
 }
-# `layer_tests NAME LIMIT FILTER`: build-device's detmoe_layer_test with a gtest filter (RC_PARAMS
-# as the environment has it), output in $OUT/NAME.log; prints the exit code, the summary lines and
-# a property test's counterexample if any.
-layer_tests() {
-  local name=$1 limit=$2 filter=$3
-  timeout "$limit" build-device/tests/megakernel/detmoe_layer_test --gtest_filter="$filter" >"$OUT/$name.log" 2>&1
+# `gtest_run NAME LIMIT BINARY FILTER`: a GoogleTest binary (built here or prebuilt) with a gtest
+# filter (RC_PARAMS as the environment has it), output in $OUT/NAME.log; prints the exit code, the
+# summary lines and a property test's counterexample if any.
+gtest_run() {
+  local name=$1 limit=$2 binary=$3 filter=$4
+  timeout "$limit" "$binary" --gtest_filter="$filter" >"$OUT/$name.log" 2>&1
   echo "$name exit $?"
   grep -E '^\[  (PASSED|FAILED)|FAILED  \]|Failure|OK, passed|Falsifiable|Gave up' "$OUT/$name.log" | head -12
   grep -A14 'Falsifiable' "$OUT/$name.log" | head -30
 }
+# `layer_tests NAME LIMIT FILTER`: gtest_run of build-device's detmoe_layer_test.
+layer_tests() { gtest_run "$1" "$2" build-device/tests/megakernel/detmoe_layer_test "$3"; }
 # `backward_property LIMIT`: MegakernelBackwardProperty.Random* at 300 problems ($OUT/property.log).
 backward_property() { RC_PARAMS="max_success=300" layer_tests property "$1" 'MegakernelBackwardProperty.Random*'; }

@@ -15,7 +15,7 @@ source "$(dirname "$0")/device-call.sh"
 bin=${BIN:-.abbin/auto}
 # BIN is a folder (ci/device-kernel-times.sh's is a file): session 35 passed the binary's path and
 # lost a call to ncu's "no CSV header" on both implementations.
-[ -x "$bin/detmoe_perf_gemm" ] || [ -f "$bin/detmoe_perf_gemm" ] ||
+[ -f "$bin/detmoe_perf_gemm" ] ||
   { echo "device-gemm-ncu.sh: no $bin/detmoe_perf_gemm (BIN must be the folder holding it)"; exit 2; }
 use_prebuilt "$(dirname "$bin")"
 counters=dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sectors_srcunit_tex_op_read.sum,lts__t_sectors_srcunit_tex_op_read_lookup_miss.sum

@@ -22,8 +22,7 @@ source "$(dirname "$0")/device-call.sh"
 use_prebuilt
 out=$OUT
 step "gemm-band tests ($(left) s left)"
-timeout 90 .abbin/gemm/detmoe_gemm_test --gtest_filter='*GemmSchedule.*:GemmValidate.*' >"$out/gemm-tests.log" 2>&1
-echo "gemm tests exit $?"; grep -E '^\[  (PASSED|FAILED)|FAILED  \]|Failure' "$out/gemm-tests.log" | head -8
+gtest_run gemm-tests 90 .abbin/gemm/detmoe_gemm_test '*GemmSchedule.*:GemmValidate.*'
 step "the core's band, time and energy ($(left) s left)"
 timeout 150 .abbin/gemm/detmoe_perf_gemm --bands=16,32 \
   --benchmark_filter='grouped/(mixtral-8x7b|deepseek-v3)_(up|down)_(forward|data_grad)/' \
