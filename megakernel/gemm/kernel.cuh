@@ -182,7 +182,7 @@ DETMOE_DEVICE void run_consumer(int wg, const CUtensorMap* map_c, const CUtensor
 }
 
 // Whether p's groups are uneven enough for the ticket deal: the largest group's rows above 1.5×
-// the mean (the clamped rows load_group_rows gives each group). Every lane of one warp (a warp
+// the mean (each group's clamped_group_rows, as the scheduler sees them). Every lane of one warp (a warp
 // reduction over the offsets, ≈ 1 µs once per CTA); every CTA reads the same offsets, so all
 // agree. The ticket deal gained where groups differ (zipf1 backward on an H100, session 33:
 // gpt-oss-120b −1.4 ms, deepseek-v3 −0.4, qwen3 −0.2) and cost where they are equal
@@ -192,10 +192,9 @@ DETMOE_DEVICE bool groups_uneven(const KernelParams& p) {
   int32_t largest = 0;
   int64_t total = 0;
   for (int32_t g = static_cast<int32_t>(ptx::lane_id()); g < p.groups; g += 32) {
-    const int32_t lo = min(max(__ldg(p.group_offsets + g), 0), p.rows);
-    const int32_t hi = min(max(__ldg(p.group_offsets + g + 1), lo), p.rows);
-    largest = max(largest, hi - lo);
-    total += hi - lo;
+    const GroupRows r = clamped_group_rows(p.group_offsets, p.rows, g);
+    largest = max(largest, r.end - r.begin);
+    total += r.end - r.begin;
   }
   for (int offset = 16; offset > 0; offset /= 2) {
     largest = max(largest, __shfl_xor_sync(0xffffffffu, largest, offset));

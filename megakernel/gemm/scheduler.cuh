@@ -29,6 +29,18 @@ struct Tile {
 
 DETMOE_DEVICE int32_t ceil_div(int32_t a, int32_t b) { return (a + b - 1) / b; }
 
+// Group g's token rows [begin, end) from the offsets, clamped to [0, rows] and to a non-negative
+// count, so bad offsets can never make the kernel touch memory outside the buffers (gemm.h). The
+// one rule for every reader (the scheduler, the ticket deal's evenness test in kernel.cuh).
+struct GroupRows {
+  int32_t begin;
+  int32_t end;
+};
+DETMOE_DEVICE GroupRows clamped_group_rows(const int32_t* offsets, int32_t rows, int32_t g) {
+  const int32_t begin = min(max(__ldg(offsets + g), 0), rows);
+  return {begin, min(max(__ldg(offsets + g + 1), begin), rows)};
+}
+
 template <Layout kLayout, class Cfg>
 class TileScheduler {
  public:
@@ -69,10 +81,9 @@ class TileScheduler {
       rows_end_ = rows_;
       return;
     }
-    const int32_t lo = __ldg(offsets_ + group_);
-    const int32_t hi = __ldg(offsets_ + group_ + 1);
-    rows_begin_ = min(max(lo, 0), rows_);
-    rows_end_ = min(max(hi, rows_begin_), rows_);
+    const GroupRows r = clamped_group_rows(offsets_, rows_, group_);
+    rows_begin_ = r.begin;
+    rows_end_ = r.end;
   }
 
   // Copies, not a reference: taking the address of a kernel parameter forces a local copy.
