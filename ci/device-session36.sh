@@ -7,7 +7,8 @@
 #     cp ../band/build/tests/megakernel/detmoe_gemm_test ../band/build/perf/detmoe_perf_gemm .abbin/gemm/ &&
 #     strip .abbin/gemm/*                                        (branch gemm-band: the core's band as a parameter)
 # 1. gemm-band's schedule and validation tests (BandDoesNotChangeBits: bands 1, 3, 16, 64);
-# 2. the core's band: lone CTAs at the default band of 8 against 16 and 32 and cuBLAS per expert,
+# 2. the core's band and L2 hints (gemm-band 2609ba3: --l2=keep_a,keep_b, evict_last on one operand's
+#    TMA loads, evict_first on the other's): lone CTAs at the default band of 8 against 16 and cuBLAS per expert,
 #    time and J per launch, on the forward and data-grad GEMMs of deepseek-v3 and mixtral-8x7b
 #    (prediction from the lockstep model, perf/tile_order_dram.py: band 16 −0.9 GB per GEMM, a higher
 #    clock and −2 to −5 % time where the core trails cuBLAS), then ncu with byte counters on two
@@ -24,8 +25,8 @@ out=$OUT
 step "gemm-band tests ($(left) s left)"
 gtest_run gemm-tests 90 .abbin/gemm/detmoe_gemm_test '*GemmSchedule.*:GemmValidate.*'
 step "the core's band, time and energy ($(left) s left)"
-timeout 150 .abbin/gemm/detmoe_perf_gemm --bands=16,32 \
-  --benchmark_filter='grouped/(mixtral-8x7b|deepseek-v3)_(up|down)_(forward|data_grad)/' \
+timeout 150 .abbin/gemm/detmoe_perf_gemm --bands=16 --l2=keep_a,keep_b \
+  --benchmark_filter='grouped/(mixtral-8x7b|deepseek-v3)_up_(forward|data_grad)/' \
   --benchmark_out="$out/gemm-bands.json" --benchmark_out_format=json >"$out/gemm-bands.log" 2>&1
 echo "exit $?"; python3 -c '
 import json, sys
@@ -33,7 +34,7 @@ for b in json.load(open(sys.argv[1]))["benchmarks"]:
     print(b["name"].split("/iterations")[0].replace("gemm/grouped/", ""), "%.3f ms" % b["median_ms"], "%.2f J" % b.get("joules_per_launch", 0))
 ' "$out/gemm-bands.json" 2>&1 | head -40
 step "ncu: band 8 / band 16 / cuBLAS with byte counters ($(left) s left)"
-OUT=$out/gemm-ncu BUDGET_S=100 BIN=.abbin/gemm GEMM_NCU_ARGS=--bands=16 GEMM_NCU_IMPLS='ours ours_band16 cublas_per_expert' \
+OUT=$out/gemm-ncu BUDGET_S=130 BIN=.abbin/gemm GEMM_NCU_IMPLS='ours ours_band16 ours_keep_a cublas_per_expert' GEMM_NCU_ARGS='--bands=16 --l2=keep_a' \
   GEMM_NCU_CASE='mixtral-8x7b_up_data_grad deepseek-v3_up_forward' bash ci/device-gemm-ncu.sh
 step "fused band knob, megakernel and reference ($(left) s left)"
 timeout 150 .abbin/main/detmoe_perf_layer --impls=megakernel,reference --routings=balanced \
