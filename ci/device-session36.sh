@@ -46,7 +46,7 @@ for b in json.load(open(sys.argv[1]))["benchmarks"]:
     print(b["name"].split("/iterations")[0], "%.3f ms" % b["median_ms"], "%.2f J" % b.get("joules_per_step", 0))
 ' "$out/band-knob.json" 2>&1 | head -40
 step "ncu per kernel, fused against reference ($(left) s left)"
-OUT=$out/kt BUDGET_S=$(( $(left) - 5 )) BIN=.abbin/main/detmoe KT_SHAPES='mixtral-8x7b deepseek-v3' \
+OUT=$out/kt BUDGET_S=$(( $(left) - 5 )) BIN=.abbin/main KT_SHAPES='mixtral-8x7b deepseek-v3' \
   KT_IMPLS='megakernel reference' KT_METRICS=dram__bytes_read.sum,dram__bytes_write.sum,sm__cycles_elapsed.avg.per_second \
   bash ci/device-kernel-times.sh
 step done
