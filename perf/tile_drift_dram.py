@@ -1,0 +1,126 @@
+#!/usr/bin/env python3
+"""DRAM bytes of a grouped GEMM whose CTAs drift apart: an event model with an LRU L2.
+
+tile_order_dram.py assumes every CTA of a wave reads the same k-block at the same time. Session 36
+measured the GEMM core at 2.3-2.5x cuBLAS's bytes (mixtral-8x7b dx 10.5-10.8 GB by ncu's counter,
+cuBLAS per expert 4.24), and neither the band nor L2 eviction hints moved it (docs/PERF.md). This
+model asks whether drift can: each CTA runs its tiles' k-blocks one after another at its own pace
+(a fixed per-CTA speed offset, sigma `--speed`, and per-k-block noise, sigma `--noise`), and every
+k-block reads its A slice (tile_m rows x 64 k) and B slice (tile_n x 64 k); an LRU cache of
+`--l2-mb` serves the reads in time order, a miss is a DRAM read. Deals: `static` (CTA c runs
+c, c + ctas, ...), `tickets` (the next tile to the CTA that frees first, the core's ticket deal) and
+`per_group` (one launch per group, all CTAs restarting together, as the reference calls cuBLAS).
+
+    perf/tile_drift_dram.py --groups 8 --m 2048 --n 4096 --k 28672 --speed 0,0.005,0.01,0.02
+
+A prediction tool, not a measurement: the L2 is not LRU (two partitions, hashed sets) and the
+producer runs up to 4 stages ahead of its consumers.
+"""
+import argparse
+import heapq
+import math
+import random
+from collections import OrderedDict
+
+from tile_order_dram import order
+
+
+def schedule(tiles, ctas, k_blocks, deal, speed, noise, rng):
+    """Every slice read of the launch as (time, key), and the launch's end time."""
+    pace = [1.0 + rng.gauss(0.0, speed) for _ in range(ctas)]
+    reads = []
+
+    def run(c, tile, start):
+        p = pace[c]
+        times = []
+        t = start
+        for kb in range(k_blocks):
+            times.append(t)
+            t += p * max(0.5, 1.0 + rng.gauss(0.0, noise))
+        g, m, n = tile
+        for kb, tt in enumerate(times):
+            reads.append((tt, ("a", g, m, kb)))
+            reads.append((tt, ("b", g, n, kb)))
+        return t
+
+    if deal == "static":
+        end = 0.0
+        for c in range(ctas):
+            t = 0.0
+            for i in range(c, len(tiles), ctas):
+                t = run(c, tiles[i], t)
+            end = max(end, t)
+        return reads, end
+    # tickets: the CTA that frees first takes the next tile
+    free = [(0.0, c) for c in range(ctas)]
+    heapq.heapify(free)
+    end = 0.0
+    for tile in tiles:
+        t, c = heapq.heappop(free)
+        t = run(c, tile, t)
+        end = max(end, t)
+        heapq.heappush(free, (t, c))
+    return reads, end
+
+
+def dram_bytes(reads, l2_bytes, a_bytes, b_bytes):
+    reads.sort(key=lambda r: r[0])
+    cache = OrderedDict()
+    used = 0
+    missed = 0
+    for _, key in reads:
+        if key in cache:
+            cache.move_to_end(key)
+            continue
+        size = a_bytes if key[0] == "a" else b_bytes
+        missed += size
+        cache[key] = size
+        used += size
+        while used > l2_bytes:
+            _, s = cache.popitem(last=False)
+            used -= s
+    return missed
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--groups", type=int, default=8)
+    ap.add_argument("--m", type=int, default=2048, help="rows per group")
+    ap.add_argument("--n", type=int, default=4096)
+    ap.add_argument("--k", type=int, default=28672)
+    ap.add_argument("--ctas", type=int, default=132)
+    ap.add_argument("--tile", default="128x256")
+    ap.add_argument("--band", type=int, default=8)
+    ap.add_argument("--l2-mb", type=float, default=50.0)
+    ap.add_argument("--speed", default="0,0.005,0.01,0.02", help="sigmas of the CTAs' fixed pace offsets")
+    ap.add_argument("--noise", type=float, default=0.02, help="sigma of each k-block's time")
+    ap.add_argument("--deals", default="static,tickets,per_group")
+    ap.add_argument("--seed", type=int, default=1)
+    a = ap.parse_args()
+    tm, tn = (int(x) for x in a.tile.split("x"))
+    mb, nb = math.ceil(a.m / tm), math.ceil(a.n / tn)
+    kbs = math.ceil(a.k / 64)
+    a_bytes, b_bytes = tm * 64 * 2, tn * 64 * 2
+    l2 = a.l2_mb * 1e6
+    floor = (a.groups * a.m * a.k + a.groups * a.k * a.n) * 2
+    print(f"each operand once: {floor / 1e9:.2f} GB; {a.groups * mb * nb} tiles of {kbs} k-blocks on {a.ctas} CTAs, "
+          f"band {a.band}, L2 {a.l2_mb:g} MB (LRU), k-block noise {a.noise:g}")
+    for speed in (float(x) for x in a.speed.split(",")):
+        row = []
+        for deal in a.deals.split(","):
+            rng = random.Random(a.seed)
+            if deal == "per_group":
+                total = 0
+                for g in range(a.groups):
+                    tiles = [(g, m, n) for _, m, n in order(1, mb, nb, a.band)]
+                    reads, _ = schedule(tiles, a.ctas, kbs, "static", speed, a.noise, rng)
+                    total += dram_bytes(reads, l2, a_bytes, b_bytes)
+            else:
+                reads, _ = schedule(order(a.groups, mb, nb, a.band), a.ctas, kbs, deal, speed, a.noise, rng)
+                total = dram_bytes(reads, l2, a_bytes, b_bytes)
+            row.append(f"{deal} {total / 1e9:.2f} GB")
+        print(f"pace sigma {speed:.3f}: " + ", ".join(row))
+
+
+if __name__ == "__main__":
+    main()
