@@ -20,6 +20,7 @@
 #include <memory>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "detmoe/gemm.h"
@@ -33,6 +34,7 @@ namespace {
 
 using detmoe::gemm::Epilogue;
 using detmoe::gemm::GroupedGemm;
+using detmoe::gemm::L2Hint;
 using detmoe::gemm::Layout;
 
 constexpr int kTimedLaunches = 30;
@@ -231,7 +233,7 @@ struct GroupedCase {
 };
 
 void bench_grouped(benchmark::State& state, const GroupedCase& gc, const std::vector<int32_t>& counts,
-                   int32_t band_mblocks = 0) {
+                   int32_t band_mblocks = 0, L2Hint l2_hint = L2Hint::kNone) {
   const int64_t groups = static_cast<int64_t>(counts.size());
   std::vector<int32_t> offsets{0};
   for (int32_t c : counts) offsets.push_back(offsets.back() + c);
@@ -259,6 +261,7 @@ void bench_grouped(benchmark::State& state, const GroupedCase& gc, const std::ve
   g.b = b.p;
   g.c = c.p;
   g.band_mblocks = band_mblocks;
+  g.l2_hint = l2_hint;
   time_gemm_core(state, flops, g);
   state.counters["rows"] = static_cast<double>(rows);
 }
@@ -349,8 +352,37 @@ std::vector<int32_t> take_bands(int& argc, char** argv) {
   return bands;
 }
 
+// `--l2=keep_a,keep_b`: also time those cases with GroupedGemm::l2_hint, at the default band and
+// at every --bands band, as `ours_<hint>` and `ours_band<B>_<hint>`.
+std::vector<std::pair<std::string, L2Hint>> take_l2_hints(int& argc, char** argv) {
+  std::vector<std::pair<std::string, L2Hint>> hints;
+  int kept = 1;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg.rfind("--l2=", 0) != 0) {
+      argv[kept++] = argv[i];
+      continue;
+    }
+    std::stringstream list(arg.substr(5));
+    std::string item;
+    while (std::getline(list, item, ',')) {
+      if (item == "keep_a") {
+        hints.emplace_back(item, L2Hint::kKeepA);
+      } else if (item == "keep_b") {
+        hints.emplace_back(item, L2Hint::kKeepB);
+      } else {
+        std::fprintf(stderr, "detmoe_perf_gemm: --l2 wants keep_a or keep_b, got '%s'\n", item.c_str());
+        std::exit(2);
+      }
+    }
+  }
+  argc = kept;
+  return hints;
+}
+
 int main(int argc, char** argv) {
   const std::vector<int32_t> bands = take_bands(argc, argv);
+  const std::vector<std::pair<std::string, L2Hint>> hints = take_l2_hints(argc, argv);
   const std::vector<DenseCase> dense{
       {"forward_4096", Layout::kForward, 4096},
       {"forward_8192", Layout::kForward, 8192},
@@ -411,12 +443,22 @@ int main(int argc, char** argv) {
         ->Iterations(kTimedLaunches)
         ->Unit(benchmark::kMillisecond);
     if (gc.layout == Layout::kWeightGrad) continue;
-    for (int32_t band : bands)
-      benchmark::RegisterBenchmark(("gemm/grouped/" + gc.name + "/ours_band" + std::to_string(band)).c_str(),
-                                   [gc, cnt, band](benchmark::State& st) { bench_grouped(st, gc, cnt, band); })
-          ->UseManualTime()
-          ->Iterations(kTimedLaunches)
-          ->Unit(benchmark::kMillisecond);
+    std::vector<int32_t> variant_bands{0};
+    variant_bands.insert(variant_bands.end(), bands.begin(), bands.end());
+    for (int32_t band : variant_bands) {
+      const std::string band_name = band == 0 ? "ours" : "ours_band" + std::to_string(band);
+      std::vector<std::pair<std::string, L2Hint>> variants{{"", L2Hint::kNone}};
+      for (const auto& [name, hint] : hints) variants.emplace_back("_" + name, hint);
+      for (const auto& [suffix, hint] : variants) {
+        if (band == 0 && hint == L2Hint::kNone) continue;  // `ours`, registered above
+        benchmark::RegisterBenchmark(
+            ("gemm/grouped/" + gc.name + "/" + band_name + suffix).c_str(),
+            [gc, cnt, band, hint = hint](benchmark::State& st) { bench_grouped(st, gc, cnt, band, hint); })
+            ->UseManualTime()
+            ->Iterations(kTimedLaunches)
+            ->Unit(benchmark::kMillisecond);
+      }
+    }
     benchmark::RegisterBenchmark(("gemm/grouped/" + gc.name + "/cublas_per_expert").c_str(),
                                  [gc, cnt](benchmark::State& st) { bench_grouped_cublas(st, gc, cnt); })
         ->UseManualTime()

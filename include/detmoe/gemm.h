@@ -41,6 +41,12 @@ enum class Epilogue {
 const char* to_string(Layout layout);
 const char* to_string(Epilogue epilogue);
 
+// Which operand the L2 should keep while the other streams through it: a band of the tile order
+// reuses its A rows across all of the band's n-blocks (over several waves when the band is tall)
+// and its B panels only inside the wave. kKeepA marks A's TMA loads evict_last and B's evict_first;
+// kKeepB the opposite; kNone issues plain loads (docs/PERF.md session 36).
+enum class L2Hint : int32_t { kNone = 0, kKeepA = 1, kKeepB = 2 };
+
 struct GroupedGemm {
   Layout layout = Layout::kForward;
   Epilogue epilogue = Epilogue::kStoreBF16;
@@ -78,6 +84,8 @@ struct GroupedGemm {
   // 0: the core's default, 8. Changes speed, never bits (docs/PERF.md session 35: the order sets
   // how many DRAM bytes a launch reads, and under the power cap bytes are clock).
   int32_t band_mblocks = 0;
+  // L2 eviction priorities of the operand loads (L2Hint). Changes speed, never bits.
+  L2Hint l2_hint = L2Hint::kNone;
 };
 
 // Block shape and pipeline depth of one launch: a pure function of (layout, n, k), never of

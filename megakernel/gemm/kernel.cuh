@@ -81,6 +81,14 @@ DETMOE_DEVICE void run_producer(const CUtensorMap* map_a, const CUtensorMap* map
   ptx::prefetch_tensor_map(map_a);
   ptx::prefetch_tensor_map(map_b);
   TileDeal<kLayout, Cfg> deal(p, tickets, ring);
+  // GroupedGemm::l2_hint: which operand L2 should keep (evict_last) while the other streams.
+  const L2Hint hint = static_cast<L2Hint>(p.l2_hint);
+  const ptx::L2Policy policy_a = hint == L2Hint::kKeepA   ? ptx::l2_policy_evict_last()
+                                 : hint == L2Hint::kKeepB ? ptx::l2_policy_evict_first()
+                                                          : ptx::l2_policy_none();
+  const ptx::L2Policy policy_b = hint == L2Hint::kKeepA   ? ptx::l2_policy_evict_first()
+                                 : hint == L2Hint::kKeepB ? ptx::l2_policy_evict_last()
+                                                          : ptx::l2_policy_none();
   PipelineState<Cfg::kStages> st;
   Tile tile;
   while (deal.producer_next(tile)) {
@@ -88,7 +96,7 @@ DETMOE_DEVICE void run_producer(const CUtensorMap* map_a, const CUtensorMap* map
     for (int32_t kb = 0; kb < tile.k_blocks; ++kb) {
       pipe.producer_acquire(st, bytes);
       Operands::load(map_a, map_b, tile, kb, p.n, p.k, p.m, smem.a_stage(st.stage), smem.b_stage(st.stage),
-                     pipe.full + st.stage);
+                     pipe.full + st.stage, policy_a, policy_b);
       st.advance();
     }
   }

@@ -58,8 +58,10 @@ struct OperandLayout {
 
   // Issues the TMA loads of k-block `kb` of tile `t` into one stage; they complete on `bar`.
   // n / k / m: the GEMM's N, K and weight-grad M (kForward / kDataGrad weights are stacked per group).
+  // pa / pb: the L2 policies of A's and B's loads (GroupedGemm::l2_hint).
   DETMOE_DEVICE static void load(const CUtensorMap* map_a, const CUtensorMap* map_b, const Tile& t, int32_t kb,
-                                 int32_t n, int32_t k, int32_t m, uint8_t* a, uint8_t* b, uint64_t* bar) {
+                                 int32_t n, int32_t k, int32_t m, uint8_t* a, uint8_t* b, uint64_t* bar,
+                                 ptx::L2Policy pa, ptx::L2Policy pb) {
     const int32_t k0 = kb * Cfg::kBlockK;
     if constexpr (kLayout == Layout::kWeightGrad) {
       // Both operands are token-row boxes, clipped at the group's last row.
@@ -68,26 +70,26 @@ struct OperandLayout {
       const int32_t b_boxes = boxes_in(t.n0, n, Cfg::kBlockN / 64);
 #pragma unroll
       for (int j = 0; j < Cfg::kBlockM / 64; ++j)
-        if (j < a_boxes) ptx::tma_load_3d(a + j * kBox, map_a, bar, t.m0 + 64 * j, rc.y, rc.z);
+        if (j < a_boxes) ptx::tma_load_3d(a + j * kBox, map_a, bar, t.m0 + 64 * j, rc.y, rc.z, pa);
 #pragma unroll
       for (int j = 0; j < Cfg::kBlockN / 64; ++j)
-        if (j < b_boxes) ptx::tma_load_3d(b + j * kBox, map_b, bar, t.n0 + 64 * j, rc.y, rc.z);
+        if (j < b_boxes) ptx::tma_load_3d(b + j * kBox, map_b, bar, t.n0 + 64 * j, rc.y, rc.z, pb);
     } else {
       const int32_t a_row = t.rows_begin + t.m0;
       const RaggedCoords ra = ragged_coords(a_row, t.rows_end, Cfg::kBlockM);
-      ptx::tma_load_3d(a, map_a, bar, k0, ra.y, ra.z);
+      ptx::tma_load_3d(a, map_a, bar, k0, ra.y, ra.z, pa);
       if constexpr (kLayout == Layout::kForward) {
         // Weight rows of this group: [g·N, (g+1)·N).
         const int32_t b_row = t.group * n + t.n0;
         const RaggedCoords rb = ragged_coords(b_row, (t.group + 1) * n, Cfg::kBlockN);
-        ptx::tma_load_3d(b, map_b, bar, k0, rb.y, rb.z);
+        ptx::tma_load_3d(b, map_b, bar, k0, rb.y, rb.z, pb);
       } else {
         // Weight rows of this group: [g·K, (g+1)·K).
         const RaggedCoords rb = ragged_coords(t.group * k + k0, (t.group + 1) * k, 64);
         const int32_t b_boxes = boxes_in(t.n0, n, Cfg::kBlockN / 64);
 #pragma unroll
         for (int j = 0; j < Cfg::kBlockN / 64; ++j)
-          if (j < b_boxes) ptx::tma_load_3d(b + j * kBox, map_b, bar, t.n0 + 64 * j, rb.y, rb.z);
+          if (j < b_boxes) ptx::tma_load_3d(b + j * kBox, map_b, bar, t.n0 + 64 * j, rb.y, rb.z, pb);
       }
     }
   }

@@ -20,6 +20,7 @@ struct KernelParams {
 
   unsigned int* tickets;  // the dynamic tile deal's counter, zero at launch; nullptr = static deal
   int32_t band_mblocks;   // m-blocks per band of the tile order (≥ 1)
+  int32_t l2_hint;        // detmoe::gemm::L2Hint of the producer's TMA loads
 };
 
 }  // namespace detmoe::gemm

@@ -86,6 +86,9 @@ Status validate(const GroupedGemm& g) {
   if (g.grid_ctas < 0) return invalid_argument("gemm: grid_ctas = " + str(g.grid_ctas) + " is negative (0 = one per SM)");
   if (g.band_mblocks < 0)
     return invalid_argument("gemm: band_mblocks = " + str(g.band_mblocks) + " is negative (0 = the default band)");
+  if (g.l2_hint != L2Hint::kNone && g.l2_hint != L2Hint::kKeepA && g.l2_hint != L2Hint::kKeepB)
+    return invalid_argument("gemm: l2_hint = " + str(static_cast<int32_t>(g.l2_hint)) +
+                            " is not an L2Hint (0 none, 1 keep A, 2 keep B)");
   if (reinterpret_cast<uintptr_t>(g.tile_tickets) % alignof(unsigned int) != 0)
     return invalid_argument("gemm: tile_tickets is not 4-byte aligned (address % 4 = " +
                             str(static_cast<int64_t>(reinterpret_cast<uintptr_t>(g.tile_tickets) % 4)) + ")");

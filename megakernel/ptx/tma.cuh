@@ -24,6 +24,38 @@ DETMOE_DEVICE void tma_load_3d(void* dst, const CUtensorMap* map, uint64_t* bar,
       : "memory");
 }
 
+// An L2 eviction priority for TMA loads (createpolicy over the whole access, fraction 1.0), or
+// none: `hinted` false issues the plain load. A hint moves no bits, only what L2 keeps.
+struct L2Policy {
+  uint64_t bits;
+  bool hinted;
+};
+DETMOE_DEVICE L2Policy l2_policy_none() { return {0, false}; }
+DETMOE_DEVICE L2Policy l2_policy_evict_last() {
+  uint64_t bits;
+  asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(bits));
+  return {bits, true};
+}
+DETMOE_DEVICE L2Policy l2_policy_evict_first() {
+  uint64_t bits;
+  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(bits));
+  return {bits, true};
+}
+
+// tma_load_3d under an L2 eviction policy.
+DETMOE_DEVICE void tma_load_3d(void* dst, const CUtensorMap* map, uint64_t* bar, int32_t c0, int32_t c1, int32_t c2,
+                               L2Policy policy) {
+  if (!policy.hinted) {
+    tma_load_3d(dst, map, bar, c0, c1, c2);
+    return;
+  }
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.L2::cache_hint"
+      " [%0], [%1, {%3, %4, %5}], [%2], %6;" ::"r"(smem_u32(dst)),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(smem_u32(bar)), "r"(c0), "r"(c1), "r"(c2), "l"(policy.bits)
+      : "memory");
+}
+
 // 3-D tile store from shared memory; out-of-bounds elements are not written.
 DETMOE_DEVICE void tma_store_3d(const CUtensorMap* map, uint32_t src_smem_addr, int32_t c0, int32_t c1, int32_t c2) {
   asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group [%0, {%2, %3, %4}], [%1];" ::"l"(

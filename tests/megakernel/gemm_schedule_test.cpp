@@ -30,10 +30,10 @@ Case make_case(Layout layout, uint64_t seed) {
 }
 
 std::vector<uint8_t> run_bytes(const Case& c, Epilogue e, int32_t grid, unsigned int* tickets = nullptr,
-                               int32_t band_mblocks = 0) {
+                               int32_t band_mblocks = 0, L2Hint l2_hint = L2Hint::kNone) {
   DeviceProblem d;
   upload_problem(c.p, c.a, c.b, e, d);
-  const Status s = run_problem(c.p, e, d, grid, true, tickets, band_mblocks);
+  const Status s = run_problem(c.p, e, d, grid, true, tickets, band_mblocks, l2_hint);
   EXPECT_TRUE(s.ok()) << s.to_string();
   return download<uint8_t>(d.c, d.c.bytes());
 }
@@ -70,6 +70,25 @@ TEST_P(GemmSchedule, BandDoesNotChangeBits) {
         EXPECT_EQ(std::memcmp(fixed.data(), banded.data(), fixed.size()), 0)
             << describe(c.p) << ", " << to_string(e) << ": band " << band << (tickets ? " with tickets" : "")
             << " on grid 17 differs from the default band on grid 132";
+      }
+    }
+  }
+}
+
+// The L2 hints (GroupedGemm::l2_hint) change what L2 keeps, never a bit: both hints, at the
+// default band and at a tall one, against plain loads.
+TEST_P(GemmSchedule, L2HintDoesNotChangeBits) {
+  DETMOE_REQUIRE_GPU();
+  const Case c = make_case(GetParam(), 29);
+  for (Epilogue e : {Epilogue::kStoreFP32, Epilogue::kStoreBF16}) {
+    const auto plain = run_bytes(c, e, 132);
+    for (L2Hint hint : {L2Hint::kKeepA, L2Hint::kKeepB}) {
+      for (int32_t band : {0, 16}) {
+        const auto hinted = run_bytes(c, e, 132, nullptr, band, hint);
+        ASSERT_EQ(plain.size(), hinted.size());
+        EXPECT_EQ(std::memcmp(plain.data(), hinted.data(), plain.size()), 0)
+            << describe(c.p) << ", " << to_string(e) << ": l2_hint " << static_cast<int>(hint) << " at band " << band
+            << " differs from plain loads";
       }
     }
   }

@@ -80,6 +80,14 @@ TEST(GemmValidate, NamesANegativeBand) {
   EXPECT_TRUE(validate(g).ok());
 }
 
+TEST(GemmValidate, NamesAnUnknownL2Hint) {
+  GroupedGemm g = valid_forward();
+  g.l2_hint = static_cast<L2Hint>(7);
+  expect_invalid(g, "l2_hint = 7 is not an L2Hint (0 none, 1 keep A, 2 keep B)");
+  g.l2_hint = L2Hint::kKeepB;
+  EXPECT_TRUE(validate(g).ok());
+}
+
 TEST(GemmValidate, EpiloguesMatchLayouts) {
   GroupedGemm g = valid_forward();
   g.layout = Layout::kDataGrad;
