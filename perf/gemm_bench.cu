@@ -232,8 +232,12 @@ struct GroupedCase {
   bool baseline = true;  // also timed by gemm_grouped_torch.py (which only writes bf16)
 };
 
+// How the core runs a grouped case: one launch (static deal unless the groups are uneven), one
+// launch taking tickets for every tile, or one launch per expert as the reference calls cuBLAS.
+enum class CoreDeal { kDefault, kTickets, kPerExpert };
+
 void bench_grouped(benchmark::State& state, const GroupedCase& gc, const std::vector<int32_t>& counts,
-                   int32_t band_mblocks = 0, L2Hint l2_hint = L2Hint::kNone) {
+                   int32_t band_mblocks = 0, L2Hint l2_hint = L2Hint::kNone, CoreDeal deal = CoreDeal::kDefault) {
   const int64_t groups = static_cast<int64_t>(counts.size());
   std::vector<int32_t> offsets{0};
   for (int32_t c : counts) offsets.push_back(offsets.back() + c);
@@ -262,7 +266,31 @@ void bench_grouped(benchmark::State& state, const GroupedCase& gc, const std::ve
   g.c = c.p;
   g.band_mblocks = band_mblocks;
   g.l2_hint = l2_hint;
-  time_gemm_core(state, flops, g);
+  Device counter(sizeof(unsigned int));
+  if (deal == CoreDeal::kTickets) {
+    g.tile_tickets = static_cast<unsigned int*>(counter.p);
+    g.tickets_always = true;
+  }
+  if (deal != CoreDeal::kPerExpert) {
+    time_gemm_core(state, flops, g);
+  } else {
+    if (wgrad) die("per-expert core launches: forward and data-grad layouts only");
+    time_launches(state, flops, [&] {
+      for (int64_t e = 0; e < groups; ++e) {
+        const int32_t m = counts[static_cast<size_t>(e)];
+        if (m == 0) continue;
+        GroupedGemm one = g;
+        one.groups = 1;
+        one.group_offsets = nullptr;
+        one.rows = m;
+        one.a = static_cast<const uint16_t*>(a.p) + offsets[e] * a_cols;
+        one.b = static_cast<const uint16_t*>(b.p) + e * gc.n * gc.k;
+        one.c = static_cast<uint16_t*>(c.p) + offsets[e] * gc.n * (fp32_out ? 2 : 1);
+        const detmoe::Status st = detmoe::gemm::run(one, nullptr);
+        if (!st.ok()) die(st.to_string());
+      }
+    });
+  }
   state.counters["rows"] = static_cast<double>(rows);
 }
 
@@ -380,9 +408,38 @@ std::vector<std::pair<std::string, L2Hint>> take_l2_hints(int& argc, char** argv
   return hints;
 }
 
+// `--deals=tickets,per_expert`: also time the forward and data-grad cases with every tile taken by
+// ticket (`ours_tickets`) and as one launch per expert (`ours_per_expert`).
+std::vector<std::pair<std::string, CoreDeal>> take_deals(int& argc, char** argv) {
+  std::vector<std::pair<std::string, CoreDeal>> deals;
+  int kept = 1;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg.rfind("--deals=", 0) != 0) {
+      argv[kept++] = argv[i];
+      continue;
+    }
+    std::stringstream list(arg.substr(8));
+    std::string item;
+    while (std::getline(list, item, ',')) {
+      if (item == "tickets") {
+        deals.emplace_back(item, CoreDeal::kTickets);
+      } else if (item == "per_expert") {
+        deals.emplace_back(item, CoreDeal::kPerExpert);
+      } else {
+        std::fprintf(stderr, "detmoe_perf_gemm: --deals wants tickets or per_expert, got '%s'\n", item.c_str());
+        std::exit(2);
+      }
+    }
+  }
+  argc = kept;
+  return deals;
+}
+
 int main(int argc, char** argv) {
   const std::vector<int32_t> bands = take_bands(argc, argv);
   const std::vector<std::pair<std::string, L2Hint>> hints = take_l2_hints(argc, argv);
+  const std::vector<std::pair<std::string, CoreDeal>> deals = take_deals(argc, argv);
   const std::vector<DenseCase> dense{
       {"forward_4096", Layout::kForward, 4096},
       {"forward_8192", Layout::kForward, 8192},
@@ -459,6 +516,13 @@ int main(int argc, char** argv) {
             ->Unit(benchmark::kMillisecond);
       }
     }
+    for (const auto& [name, deal] : deals)
+      benchmark::RegisterBenchmark(
+          ("gemm/grouped/" + gc.name + "/ours_" + name).c_str(),
+          [gc, cnt, deal = deal](benchmark::State& st) { bench_grouped(st, gc, cnt, 0, L2Hint::kNone, deal); })
+          ->UseManualTime()
+          ->Iterations(kTimedLaunches)
+          ->Unit(benchmark::kMillisecond);
     benchmark::RegisterBenchmark(("gemm/grouped/" + gc.name + "/cublas_per_expert").c_str(),
                                  [gc, cnt](benchmark::State& st) { bench_grouped_cublas(st, gc, cnt); })
         ->UseManualTime()

@@ -79,6 +79,10 @@ struct GroupedGemm {
   // `stream` before the launch, so launches on one stream may share it and launches that can run
   // at once may not. Changes speed, never bits.
   unsigned int* tile_tickets = nullptr;
+  // With tile_tickets: take tickets whatever the groups' rows (the ticket order is the time order,
+  // so the tiles that share a panel start together however far the CTAs have drifted apart; the
+  // static deal keeps tile i on CTA i mod grid for the whole launch). Changes speed, never bits.
+  bool tickets_always = false;
   // m-blocks per band of the tile order (tiles numbered group by group, inside a group in bands
   // of this many m-blocks, m fastest, so the tiles running at once share their B panels in L2).
   // 0: the core's default, 8. Changes speed, never bits (docs/PERF.md session 35: the order sets

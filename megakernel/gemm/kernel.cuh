@@ -224,7 +224,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   const SmemLayout<Cfg> smem = SmemLayout<Cfg>::from_dynamic(smem_raw);
   const Pipeline<Cfg> pipe{smem.full_barriers(), smem.empty_barriers()};
   if (ptx::warp_id_uniform() == 0) {
-    const bool uneven = p.tickets != nullptr && groups_uneven(p);
+    const bool uneven = p.tickets != nullptr && (p.tickets_always != 0 || groups_uneven(p));
     if (threadIdx.x == 0) {
       pipe.init();
       TaskRing<NoDescription>(&ring).init();

@@ -19,6 +19,7 @@ struct KernelParams {
   int32_t store_h;         // kSwiGLU: also store the bf16 pre-activation
 
   unsigned int* tickets;  // the dynamic tile deal's counter, zero at launch; nullptr = static deal
+  int32_t tickets_always; // take tickets even where the groups are even (GroupedGemm::tickets_always)
   int32_t band_mblocks;   // m-blocks per band of the tile order (≥ 1)
   int32_t l2_hint;        // detmoe::gemm::L2Hint of the producer's TMA loads
 };

@@ -133,6 +133,7 @@ Status run(const GroupedGemm& g, cudaStream_t stream) {
   p.row_scale = g.row_scale;
   p.store_h = g.epilogue == Epilogue::kSwiGLU && g.h != nullptr ? 1 : 0;
   p.tickets = g.tile_tickets;
+  p.tickets_always = g.tickets_always ? 1 : 0;
   p.band_mblocks = g.band_mblocks > 0 ? g.band_mblocks : Cfg::kBandRows;
   p.l2_hint = static_cast<int32_t>(g.l2_hint);
   const int grid = g.grid_ctas > 0 ? g.grid_ctas : info->sms;

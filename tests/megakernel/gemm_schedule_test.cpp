@@ -29,11 +29,10 @@ Case make_case(Layout layout, uint64_t seed) {
   return c;
 }
 
-std::vector<uint8_t> run_bytes(const Case& c, Epilogue e, int32_t grid, unsigned int* tickets = nullptr,
-                               int32_t band_mblocks = 0, L2Hint l2_hint = L2Hint::kNone) {
+std::vector<uint8_t> run_bytes(const Case& c, Epilogue e, int32_t grid, const LaunchKnobs& knobs = {}) {
   DeviceProblem d;
   upload_problem(c.p, c.a, c.b, e, d);
-  const Status s = run_problem(c.p, e, d, grid, true, tickets, band_mblocks, l2_hint);
+  const Status s = run_problem(c.p, e, d, grid, true, knobs);
   EXPECT_TRUE(s.ok()) << s.to_string();
   return download<uint8_t>(d.c, d.c.bytes());
 }
@@ -65,7 +64,7 @@ TEST_P(GemmSchedule, BandDoesNotChangeBits) {
     const auto fixed = run_bytes(c, e, 132);
     for (int32_t band : {1, 3, 16, 64}) {
       for (unsigned int* tickets : {static_cast<unsigned int*>(nullptr), counter.as<unsigned int>()}) {
-        const auto banded = run_bytes(c, e, 17, tickets, band);
+        const auto banded = run_bytes(c, e, 17, {.tile_tickets = tickets, .band_mblocks = band});
         ASSERT_EQ(fixed.size(), banded.size());
         EXPECT_EQ(std::memcmp(fixed.data(), banded.data(), fixed.size()), 0)
             << describe(c.p) << ", " << to_string(e) << ": band " << band << (tickets ? " with tickets" : "")
@@ -84,7 +83,7 @@ TEST_P(GemmSchedule, L2HintDoesNotChangeBits) {
     const auto plain = run_bytes(c, e, 132);
     for (L2Hint hint : {L2Hint::kKeepA, L2Hint::kKeepB}) {
       for (int32_t band : {0, 16}) {
-        const auto hinted = run_bytes(c, e, 132, nullptr, band, hint);
+        const auto hinted = run_bytes(c, e, 132, {.band_mblocks = band, .l2_hint = hint});
         ASSERT_EQ(plain.size(), hinted.size());
         EXPECT_EQ(std::memcmp(plain.data(), hinted.data(), plain.size()), 0)
             << describe(c.p) << ", " << to_string(e) << ": l2_hint " << static_cast<int>(hint) << " at band " << band
@@ -112,7 +111,7 @@ unsigned int read_counter(const DeviceBuffer& counter) {
 // The ticket deal (GroupedGemm::tile_tickets) runs the same tiles on other CTAs: same bits at
 // every grid size. Uneven groups (the case's: largest 1000 rows against a mean of 251) take
 // tickets — every CTA takes one past the last tile, so the counter ends at tiles + grid; even
-// groups keep the static deal and leave it at 0. The counter starts at garbage and is reused by
+// groups keep the static deal and leave it at 0, unless tickets_always. The counter starts at garbage and is reused by
 // every run, so a run() that did not zero it would skip tiles and leave the poisoned NaN in C.
 TEST_P(GemmSchedule, TicketDealDoesNotChangeBits) {
   DETMOE_REQUIRE_GPU();
@@ -126,17 +125,21 @@ TEST_P(GemmSchedule, TicketDealDoesNotChangeBits) {
   ASSERT_EQ(cudaMemset(counter.get(), 0x5A, sizeof(unsigned int)), cudaSuccess);
   const Case* const cases[] = {&uneven, &even};
   for (const Case* c : cases) {
-    const bool by_tickets = c == &uneven;
-    for (Epilogue e : {Epilogue::kStoreFP32, Epilogue::kStoreBF16}) {
-      const auto fixed = run_bytes(*c, e, 132);
-      for (int32_t grid : {132, 66, 17, 1, 1000}) {
-        const auto dealt = run_bytes(*c, e, grid, counter.as<unsigned int>());
-        ASSERT_EQ(fixed.size(), dealt.size());
-        EXPECT_EQ(std::memcmp(fixed.data(), dealt.data(), fixed.size()), 0)
-            << describe(c->p) << ", " << to_string(e) << ": the deal with a counter on grid " << grid
-            << " differs from the static deal on grid 132";
-        EXPECT_EQ(int64_t{read_counter(counter)}, by_tickets ? tile_count(c->p) + grid : int64_t{0})
-            << describe(c->p) << ", grid " << grid << (by_tickets ? ": uneven groups" : ": even groups");
+    for (bool always : {false, true}) {
+      const bool by_tickets = always || c == &uneven;
+      for (Epilogue e : {Epilogue::kStoreFP32, Epilogue::kStoreBF16}) {
+        const auto fixed = run_bytes(*c, e, 132);
+        for (int32_t grid : {132, 66, 17, 1, 1000}) {
+          const auto dealt =
+              run_bytes(*c, e, grid, {.tile_tickets = counter.as<unsigned int>(), .tickets_always = always});
+          ASSERT_EQ(fixed.size(), dealt.size());
+          EXPECT_EQ(std::memcmp(fixed.data(), dealt.data(), fixed.size()), 0)
+              << describe(c->p) << ", " << to_string(e) << ": the deal with a counter on grid " << grid
+              << (always ? " (tickets always)" : "") << " differs from the static deal on grid 132";
+          EXPECT_EQ(int64_t{read_counter(counter)}, by_tickets ? tile_count(c->p) + grid : int64_t{0})
+              << describe(c->p) << ", grid " << grid << (c == &uneven ? ": uneven groups" : ": even groups")
+              << (always ? ", tickets always" : "");
+        }
       }
     }
   }

@@ -109,7 +109,7 @@ void upload_problem(const Problem& p, const std::vector<uint16_t>& a, const std:
 }
 
 Status run_problem(const Problem& p, Epilogue epilogue, DeviceProblem& d, int32_t grid_ctas, bool use_offsets,
-                   unsigned int* tile_tickets, int32_t band_mblocks, L2Hint l2_hint) {
+                   const LaunchKnobs& knobs) {
   // Poison: 0xFF.. is NaN in bf16 and fp32, so an element the kernel did not write stays NaN.
   if (d.c.get()) cudaMemset(d.c.get(), 0xFF, d.c.bytes());
   if (d.h.get()) cudaMemset(d.h.get(), 0xFF, d.h.bytes());
@@ -131,9 +131,10 @@ Status run_problem(const Problem& p, Epilogue epilogue, DeviceProblem& d, int32_
   g.row_scale = d.scale.as<float>();
   g.h = d.h.get();
   g.grid_ctas = grid_ctas;
-  g.tile_tickets = tile_tickets;
-  g.band_mblocks = band_mblocks;
-  g.l2_hint = l2_hint;
+  g.tile_tickets = knobs.tile_tickets;
+  g.tickets_always = knobs.tickets_always;
+  g.band_mblocks = knobs.band_mblocks;
+  g.l2_hint = knobs.l2_hint;
   Status s = run(g, nullptr);
   if (!s.ok()) return s;
   const cudaError_t err = cudaDeviceSynchronize();

@@ -96,11 +96,15 @@ struct DeviceProblem {
 
 // Runs `p` with `epilogue` on freshly NaN-poisoned outputs. `out_cols` columns of C
 // (n, or n/2 for swiglu) with pitch p.ldc (0 = out_cols). Returns the run's Status.
-// `tile_tickets`: the ticket deal's device counter (GroupedGemm::tile_tickets), nullptr = static;
-// `band_mblocks`: GroupedGemm::band_mblocks (0 = the default band); `l2_hint`: GroupedGemm::l2_hint.
+// The launch's speed knobs (GroupedGemm's fields of the same names), none of which may change bits.
+struct LaunchKnobs {
+  unsigned int* tile_tickets = nullptr;  // the ticket deal's device counter, nullptr = static
+  bool tickets_always = false;
+  int32_t band_mblocks = 0;  // 0 = the default band
+  L2Hint l2_hint = L2Hint::kNone;
+};
 Status run_problem(const Problem& p, Epilogue epilogue, DeviceProblem& d, int32_t grid_ctas = 0,
-                   bool use_offsets = true, unsigned int* tile_tickets = nullptr, int32_t band_mblocks = 0,
-                   L2Hint l2_hint = L2Hint::kNone);
+                   bool use_offsets = true, const LaunchKnobs& knobs = {});
 
 // Uploads inputs into d (a, b, offsets) and allocates C (and h / scale when asked).
 void upload_problem(const Problem& p, const std::vector<uint16_t>& a, const std::vector<uint16_t>& b, Epilogue epilogue,
