@@ -28,11 +28,7 @@ step "the core's band, time and energy ($(left) s left)"
 timeout 150 .abbin/gemm/detmoe_perf_gemm --bands=16 --l2=keep_a,keep_b \
   --benchmark_filter='grouped/(mixtral-8x7b|deepseek-v3)_up_(forward|data_grad)/' \
   --benchmark_out="$out/gemm-bands.json" --benchmark_out_format=json >"$out/gemm-bands.log" 2>&1
-echo "exit $?"; python3 -c '
-import json, sys
-for b in json.load(open(sys.argv[1]))["benchmarks"]:
-    print(b["name"].split("/iterations")[0].replace("gemm/grouped/", ""), "%.3f ms" % b["median_ms"], "%.2f J" % b.get("joules_per_launch", 0))
-' "$out/gemm-bands.json" 2>&1 | head -40
+echo "exit $?"; python3 perf/bench_medians.py "$out/gemm-bands.json" --strip gemm/grouped/ 2>&1 | head -40
 step "ncu: band 8 / band 16 / cuBLAS with byte counters ($(left) s left)"
 OUT=$out/gemm-ncu BUDGET_S=130 BIN=.abbin/gemm GEMM_NCU_IMPLS='ours ours_band16 ours_keep_a cublas_per_expert' GEMM_NCU_ARGS='--bands=16 --l2=keep_a' \
   GEMM_NCU_CASE='mixtral-8x7b_up_data_grad deepseek-v3_up_forward' bash ci/device-gemm-ncu.sh
@@ -40,11 +36,7 @@ step "fused band knob, megakernel and reference ($(left) s left)"
 timeout 150 .abbin/main/detmoe_perf_layer --impls=megakernel,reference --routings=balanced \
   --shapes=deepseek-v3,mixtral-8x7b --knobs=0:0,0:1024,0:2048,0:4096 --timed=20 --warmup-seconds=1 \
   --benchmark_out="$out/band-knob.json" --benchmark_out_format=json >"$out/band-knob.log" 2>&1
-echo "exit $?"; python3 -c '
-import json, sys
-for b in json.load(open(sys.argv[1]))["benchmarks"]:
-    print(b["name"].split("/iterations")[0], "%.3f ms" % b["median_ms"], "%.2f J" % b.get("joules_per_step", 0))
-' "$out/band-knob.json" 2>&1 | head -40
+echo "exit $?"; python3 perf/bench_medians.py "$out/band-knob.json" 2>&1 | head -40
 step "ncu per kernel, fused against reference ($(left) s left)"
 OUT=$out/kt BUDGET_S=$(( $(left) - 5 )) BIN=.abbin/main KT_SHAPES='mixtral-8x7b deepseek-v3' \
   KT_IMPLS='megakernel reference' KT_METRICS=dram__bytes_read.sum,dram__bytes_write.sum,sm__cycles_elapsed.avg.per_second \

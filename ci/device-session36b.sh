@@ -23,11 +23,7 @@ step "the core's deals, time and energy ($(left) s left)"
 timeout 100 .abbin/gemm/detmoe_perf_gemm --deals=tickets,per_expert \
   --benchmark_filter='grouped/(mixtral-8x7b_up_data_grad|deepseek-v3_up_forward)/' \
   --benchmark_out="$out/gemm-deals.json" --benchmark_out_format=json >"$out/gemm-deals.log" 2>&1
-echo "exit $?"; python3 -c '
-import json, sys
-for b in json.load(open(sys.argv[1]))["benchmarks"]:
-    print(b["name"].split("/iterations")[0].replace("gemm/grouped/", ""), "%.3f ms" % b["median_ms"], "%.2f J" % b.get("joules_per_launch", 0))
-' "$out/gemm-deals.json" 2>&1 | head -20
+echo "exit $?"; python3 perf/bench_medians.py "$out/gemm-deals.json" --strip gemm/grouped/ 2>&1 | head -20
 step "ncu: the deals' DRAM bytes ($(left) s left)"
 OUT=$out/gemm-ncu BUDGET_S=60 BIN=.abbin/gemm GEMM_NCU_IMPLS='ours_tickets ours_per_expert' GEMM_NCU_ARGS='--deals=tickets,per_expert' \
   GEMM_NCU_CASE='mixtral-8x7b_up_data_grad' bash ci/device-gemm-ncu.sh
@@ -36,11 +32,7 @@ for round in 1 2; do
   timeout 60 .abbin/main/detmoe_perf_layer --impls=megakernel,reference --routings=balanced \
     --shapes=deepseek-v3,mixtral-8x7b --knobs=0:0,0:4096 --timed=20 --warmup-seconds=1 --benchmark_filter='/fwd(/|$)' \
     --benchmark_out="$out/fwd-band-r$round.json" --benchmark_out_format=json >"$out/fwd-band-r$round.log" 2>&1
-  echo "round $round exit $?"; python3 -c '
-import json, sys
-for b in json.load(open(sys.argv[1]))["benchmarks"]:
-    print(b["name"].split("/iterations")[0], "%.3f ms" % b["median_ms"], "%.2f J" % b.get("joules_per_step", 0))
-' "$out/fwd-band-r$round.json" 2>&1 | head -20
+  echo "round $round exit $?"; python3 perf/bench_medians.py "$out/fwd-band-r$round.json" 2>&1 | head -20
 done
 step "ncu per kernel, fused against reference ($(left) s left)"
 OUT=$out/kt BUDGET_S=$(( $(left) - 5 )) BIN=.abbin/main KT_SHAPES='mixtral-8x7b deepseek-v3' \

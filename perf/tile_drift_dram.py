@@ -22,7 +22,7 @@ import math
 import random
 from collections import OrderedDict
 
-from tile_order_dram import order
+from tile_order_dram import add_problem_args, order
 
 
 def schedule(tiles, ctas, k_blocks, deal, speed, noise, rng):
@@ -84,12 +84,7 @@ def dram_bytes(reads, l2_bytes, a_bytes, b_bytes):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--groups", type=int, default=8)
-    ap.add_argument("--m", type=int, default=2048, help="rows per group")
-    ap.add_argument("--n", type=int, default=4096)
-    ap.add_argument("--k", type=int, default=28672)
-    ap.add_argument("--ctas", type=int, default=132)
-    ap.add_argument("--tile", default="128x256")
+    add_problem_args(ap)
     ap.add_argument("--band", type=int, default=8)
     ap.add_argument("--l2-mb", type=float, default=50.0)
     ap.add_argument("--speed", default="0,0.005,0.01,0.02", help="sigmas of the CTAs' fixed pace offsets")

@@ -42,14 +42,19 @@ def dram_bytes(tiles, ctas, k, tile_m, tile_n):
     return total
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def add_problem_args(ap):
+    """The grouped problem's arguments (mixtral-8x7b's dx by default), shared with tile_drift_dram.py."""
     ap.add_argument("--groups", type=int, default=8)
     ap.add_argument("--m", type=int, default=2048, help="rows per group")
     ap.add_argument("--n", type=int, default=4096)
     ap.add_argument("--k", type=int, default=28672)
     ap.add_argument("--ctas", type=int, default=132)
     ap.add_argument("--tile", default="128x256")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_problem_args(ap)
     ap.add_argument("--bands", default="4,8,16,32")
     a = ap.parse_args()
     tm, tn = (int(x) for x in a.tile.split("x"))
