@@ -9,14 +9,11 @@
 # dh·W_gate_up, runs 14 % behind cuBLAS's 2x1 multicast clusters as lone CTAs), and ncu's launch statistics and speed of light of chosen kernels (PAIRS_NCU_FILTER).
 #   OUT=dir PAIRS_BIN=.abbin/pairs [PAIRS_FILTER=regex] [PAIRS_NCU=0] bash ci/device-gemm-pairs.sh
 source "$(dirname "$0")/device-call.sh"
-source ci/device-env.sh
 bin=${PAIRS_BIN:-.abbin/pairs}
-export LD_LIBRARY_PATH=$PWD/.abbin/lib:$LD_LIBRARY_PATH
-chmod +x "$bin"/detmoe_* 2>/dev/null
+use_prebuilt "$(dirname "$bin")"
 step "gemm tests"
-timeout 150 "$bin/detmoe_gemm_test" --gtest_filter="${PAIRS_TESTS:-*GemmClusterPairs*:CooperativeClusterLaunch.*:*GemmSchedule.*:*GemmExact*}" \
-  >"$OUT/gemm-tests.log" 2>&1
-echo "tests exit $?"; grep -E '^\[  (PASSED|FAILED)|FAILED  \]|Failure' "$OUT/gemm-tests.log" | head -12
+gtest_run gemm-tests 150 "$bin/detmoe_gemm_test" \
+  "${PAIRS_TESTS:-*GemmClusterPairs*:CooperativeClusterLaunch.*:*GemmSchedule.*:*GemmExact*}"
 for tool in $([ "${PAIRS_SANITIZE:-1}" = 0 ] || echo memcheck racecheck); do
   step "$tool of the pair test"
   timeout 150 compute-sanitizer --tool "$tool" --error-exitcode 9 "$bin/detmoe_gemm_test" \

@@ -26,41 +26,32 @@ from tile_order_dram import add_problem_args, order
 
 
 def schedule(tiles, ctas, k_blocks, deal, speed, noise, rng):
-    """Every slice read of the launch as (time, key), and the launch's end time."""
+    """Every slice read of the launch as (time, key)."""
     pace = [1.0 + rng.gauss(0.0, speed) for _ in range(ctas)]
     reads = []
 
-    def run(c, tile, start):
-        p = pace[c]
-        times = []
-        t = start
-        for kb in range(k_blocks):
-            times.append(t)
-            t += p * max(0.5, 1.0 + rng.gauss(0.0, noise))
+    def run(c, tile, t):
+        """Reads of `tile` on CTA c from time t; returns when the CTA is free again."""
         g, m, n = tile
-        for kb, tt in enumerate(times):
-            reads.append((tt, ("a", g, m, kb)))
-            reads.append((tt, ("b", g, n, kb)))
+        for kb in range(k_blocks):
+            reads.append((t, ("a", g, m, kb)))
+            reads.append((t, ("b", g, n, kb)))
+            t += pace[c] * max(0.5, 1.0 + rng.gauss(0.0, noise))
         return t
 
     if deal == "static":
-        end = 0.0
         for c in range(ctas):
             t = 0.0
             for i in range(c, len(tiles), ctas):
                 t = run(c, tiles[i], t)
-            end = max(end, t)
-        return reads, end
+        return reads
     # tickets: the CTA that frees first takes the next tile
     free = [(0.0, c) for c in range(ctas)]
     heapq.heapify(free)
-    end = 0.0
     for tile in tiles:
         t, c = heapq.heappop(free)
-        t = run(c, tile, t)
-        end = max(end, t)
-        heapq.heappush(free, (t, c))
-    return reads, end
+        heapq.heappush(free, (run(c, tile, t), c))
+    return reads
 
 
 def dram_bytes(reads, l2_bytes, a_bytes, b_bytes):
@@ -108,10 +99,10 @@ def main():
                 total = 0
                 for g in range(a.groups):
                     tiles = [(g, m, n) for _, m, n in order(1, mb, nb, a.band)]
-                    reads, _ = schedule(tiles, a.ctas, kbs, "static", speed, a.noise, rng)
+                    reads = schedule(tiles, a.ctas, kbs, "static", speed, a.noise, rng)
                     total += dram_bytes(reads, l2, a_bytes, b_bytes)
             else:
-                reads, _ = schedule(order(a.groups, mb, nb, a.band), a.ctas, kbs, deal, speed, a.noise, rng)
+                reads = schedule(order(a.groups, mb, nb, a.band), a.ctas, kbs, deal, speed, a.noise, rng)
                 total = dram_bytes(reads, l2, a_bytes, b_bytes)
             row.append(f"{deal} {total / 1e9:.2f} GB")
         print(f"pace sigma {speed:.3f}: " + ", ".join(row))

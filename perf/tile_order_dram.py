@@ -5,8 +5,9 @@ Model: `ctas` persistent CTAs take tiles by the static deal (CTA c runs tiles c,
 at the same k-block, so a wave of `ctas` concurrent tiles reads each distinct A m-block slice and B
 n-block slice once from DRAM and nothing survives into the next wave. Tiles are numbered group by
 group and, inside a group, in balanced bands of `band` m-blocks, m fastest (gemm/band_order.h).
-Session 35 (docs/PERF.md): on mixtral-8x7b's dx the GEMM core (band 8) read 7.6 GB by ncu against
-this model's 5.6, cuBLAS per expert 4.3 against 3.9 — the order explains part of the gap, not all.
+On mixtral-8x7b's dx this model gives the GEMM core (band 8) 5.55 GB; ncu counted 10.5-10.8 GB
+(session 36, dram__bytes_read.sum) and cuBLAS per expert 4.24 — the CTAs do not run in lockstep
+(tile_drift_dram.py models their drift; docs/PERF.md).
 
     perf/tile_order_dram.py --groups 8 --m 2048 --n 4096 --k 28672 --bands 4,8,16,32
 """
