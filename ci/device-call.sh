@@ -13,7 +13,11 @@ exec > >(tee "$OUT/summary.txt") 2>&1
 bundle_out() {
   [ "$(find "$OUT" -type f | wc -l)" -le 8 ] && return
   tar czf /tmp/device-logs.tgz -C "$OUT" --exclude=./summary.txt . &&
-    find "$OUT" -mindepth 1 ! -name summary.txt -delete && mv /tmp/device-logs.tgz "$OUT/logs.tgz"
+    find "$OUT" -mindepth 1 -type f ! -name summary.txt -delete
+  # A nested call's folder keeps its own summary.txt, so only the emptied folders go (session 37:
+  # deleting folders that still held one failed the chain and the bundle was never moved back).
+  find "$OUT" -mindepth 1 -type d -empty -delete
+  mv /tmp/device-logs.tgz "$OUT/logs.tgz"
 }
 trap bundle_out EXIT
 device_call_start=$SECONDS

@@ -23,7 +23,9 @@ for shape in ${KT_SHAPES:-mixtral-8x7b deepseek-v3}; do
       timeout $(( $(left) - 20 )) ncu --clock-control none --metrics gpu__time_duration.sum${KT_METRICS:+,$KT_METRICS} --csv --print-units base \
         ${KT_ARGS:-} "$bin/detmoe" verify --impl "$impl" --shape "$shape" --routing "$routing" --no-oracle >"$f.csv" 2>"$f.err"
       echo "ncu exit $?"; tail -n 2 "$f.err"
-      python3 perf/kernel_times.py "$f.csv" --runs 2 ${KT_METRICS:+--metrics "$KT_METRICS"} | head -60
+      # All of it to a file (it comes back in the bundle); a pipe into head broke the listing.
+      python3 perf/kernel_times.py "$f.csv" --runs 2 ${KT_METRICS:+--metrics "$KT_METRICS"} >"$f.txt"
+      head -60 "$f.txt"
       # The call brings back 8 files at most: keep the CSVs compressed, in one bundle at the end.
       gzip -f "$f.csv"
     done

@@ -25,9 +25,12 @@ from collections import OrderedDict
 from tile_order_dram import add_problem_args, order
 
 
-def schedule(tiles, ctas, k_blocks, deal, speed, noise, rng):
-    """Every slice read of the launch as (time, key)."""
+def schedule(tiles, ctas, k_blocks, deal, speed, noise, rng, spread=0.0):
+    """Every slice read of the launch as (time, key). `spread`: the CTAs' first tiles start at
+    times spread evenly over that fraction of a tile (a launch that joins a persistent kernel's
+    steady state, where tiles of other phases ended at uneven times, instead of a cold start)."""
     pace = [1.0 + rng.gauss(0.0, speed) for _ in range(ctas)]
+    start = [spread * k_blocks * c / ctas for c in range(ctas)]
     reads = []
 
     def run(c, tile, t):
@@ -41,12 +44,12 @@ def schedule(tiles, ctas, k_blocks, deal, speed, noise, rng):
 
     if deal == "static":
         for c in range(ctas):
-            t = 0.0
+            t = start[c]
             for i in range(c, len(tiles), ctas):
                 t = run(c, tiles[i], t)
         return reads
     # tickets: the CTA that frees first takes the next tile
-    free = [(0.0, c) for c in range(ctas)]
+    free = [(start[c], c) for c in range(ctas)]
     heapq.heapify(free)
     for tile in tiles:
         t, c = heapq.heappop(free)
@@ -82,6 +85,7 @@ def main():
     ap.add_argument("--noise", type=float, default=0.02, help="sigma of each k-block's time")
     ap.add_argument("--deals", default="static,tickets,per_group")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--spread", default="0", help="fractions of a tile over which the CTAs' first starts spread")
     a = ap.parse_args()
     tm, tn = (int(x) for x in a.tile.split("x"))
     mb, nb = math.ceil(a.m / tm), math.ceil(a.n / tn)
@@ -91,7 +95,7 @@ def main():
     floor = (a.groups * a.m * a.k + a.groups * a.k * a.n) * 2
     print(f"each operand once: {floor / 1e9:.2f} GB; {a.groups * mb * nb} tiles of {kbs} k-blocks on {a.ctas} CTAs, "
           f"band {a.band}, L2 {a.l2_mb:g} MB (LRU), k-block noise {a.noise:g}")
-    for speed in (float(x) for x in a.speed.split(",")):
+    for speed, spread in ((float(x), float(f)) for x in a.speed.split(",") for f in a.spread.split(",")):
         row = []
         for deal in a.deals.split(","):
             rng = random.Random(a.seed)
@@ -99,13 +103,13 @@ def main():
                 total = 0
                 for g in range(a.groups):
                     tiles = [(g, m, n) for _, m, n in order(1, mb, nb, a.band)]
-                    reads = schedule(tiles, a.ctas, kbs, "static", speed, a.noise, rng)
+                    reads = schedule(tiles, a.ctas, kbs, "static", speed, a.noise, rng, spread)
                     total += dram_bytes(reads, l2, a_bytes, b_bytes)
             else:
-                reads = schedule(order(a.groups, mb, nb, a.band), a.ctas, kbs, deal, speed, a.noise, rng)
+                reads = schedule(order(a.groups, mb, nb, a.band), a.ctas, kbs, deal, speed, a.noise, rng, spread)
                 total = dram_bytes(reads, l2, a_bytes, b_bytes)
             row.append(f"{deal} {total / 1e9:.2f} GB")
-        print(f"pace sigma {speed:.3f}: " + ", ".join(row))
+        print(f"pace sigma {speed:.3f}, start spread {spread:g} tile: " + ", ".join(row))
 
 
 if __name__ == "__main__":
