@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Session 37's last call, short (≈ 200 s of the session's device time left): two ready changes
+# against main, measured first and tested after. Trees prebuilt here (carry .devdeps .abbin):
+# .abbin/main = main; .abbin/d8 = branch down-band (the forward's GEMM2 in bands of 8 m-blocks);
+# .abbin/dxg = branch dx-gate (the backward's long-K dx tiles gated per wave).
+# 1. ncu DRAM bytes and clock: d8's forward launch and dxg's backward launch against main's,
+#    mixtral-8x7b balanced (the shape both target);
+# 2. two alternating rounds: forward main / d8 and fwd+bwd main / dxg, mixtral-8x7b and deepseek-v3;
+# 3. bits: one custom problem whose dx tiles are gated (F 8192: 256 k-blocks; 512 dx tiles), every
+#    output of main and dxg compared byte for byte; then d8's and dxg's megakernel GPU tests.
+#   OUT=dir BUDGET_S=300 bash ci/device-session37c.sh
+# A cut for a nearly spent budget: ROUNDS=1 SHAPES=mixtral-8x7b CHECKS=0 (no bits, no tests).
+source "$(dirname "$0")/device-call.sh"
+use_prebuilt
+nvidia-smi --query-gpu=name,clocks.max.sm,power.limit --format=csv,noheader
+step "ncu bytes ($(left) s left)"
+ncu_launch() {  # TREE KERNEL
+  local f="$OUT/ncu-$1-$2"
+  timeout 40 ncu --clock-control none --kernel-name "regex:$2" --csv --print-units base \
+    --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,sm__cycles_elapsed.avg.per_second \
+    ".abbin/$1/detmoe" verify --impl megakernel --shape mixtral-8x7b --routing balanced --no-oracle >"$f.csv" 2>"$f.err"
+  echo "$1 $2: ncu exit $? ($(grep -c PASS "$f.csv" 2>/dev/null) PASS lines)"
+  python3 perf/kernel_times.py "$f.csv" --runs 2 \
+    --metrics dram__bytes_read.sum,dram__bytes_write.sum,sm__cycles_elapsed.avg.per_second >"$f.txt" 2>&1
+  grep -E "launch|ms/step" "$f.txt" | head -4
+}
+ncu_launch main layer_forward_kernel
+ncu_launch d8 layer_forward_kernel
+ncu_launch main layer_backward_kernel
+ncu_launch dxg layer_backward_kernel
+bench() {  # TREE FILTER FILE
+  timeout $(( $(left) - 10 )) ".abbin/$1/detmoe_perf_layer" --impls=megakernel --routings=balanced \
+    --shapes="${SHAPES:-mixtral-8x7b,deepseek-v3}" --timed=20 --warmup-seconds=1 --benchmark_filter="$2" \
+    --benchmark_out="$OUT/$3.json" --benchmark_out_format=json >"$OUT/$3.log" 2>&1
+  echo "$3 exit $?"; python3 perf/bench_medians.py "$OUT/$3.json" 2>&1 | head -6
+}
+for round in $(seq 1 "${ROUNDS:-2}"); do
+  step "round $round ($(left) s left)"
+  [ "$(left)" -gt 70 ] || break
+  if [ "$round" = 1 ]; then fwd="main d8"; both="main dxg"; else fwd="d8 main"; both="dxg main"; fi
+  for tree in $fwd; do bench "$tree" '/fwd(/|$)' "fwd-$tree-r$round"; done
+  for tree in $both; do bench "$tree" '/fwd\+bwd(/|$)' "step-$tree-r$round"; done
+done
+[ "${CHECKS:-1}" = 1 ] || { step done; exit 0; }
+step "bits: main against dxg on a gated problem ($(left) s left)"
+problem="--T 2048 --H 4096 --F 8192 --E 4 --k 2 --seed 7"
+timeout 60 .abbin/main/detmoe run $problem --write-inputs /tmp/in.safetensors >"$OUT/bits.log" 2>&1
+for tree in main dxg; do
+  timeout 60 ".abbin/$tree/detmoe" run --impl megakernel --inputs /tmp/in.safetensors --outputs "/tmp/out-$tree.safetensors" \
+    >>"$OUT/bits.log" 2>&1; echo "$tree run exit $?"
+done
+cmp /tmp/out-main.safetensors /tmp/out-dxg.safetensors && echo "bits: every output of dxg equals main's ($(stat -c %s /tmp/out-main.safetensors) bytes)"
+for tree in dxg d8; do
+  [ "$(left)" -gt 50 ] || break
+  step "$tree tests ($(left) s left)"
+  gtest_run "tests-$tree" $(( $(left) - 10 )) ".abbin/$tree/detmoe_layer_test" \
+    'Megakernel*:LayerTrace*:LayerSchedule*-*NamedShapes.MatchReference:*Property.Random*'
+done
+step done
