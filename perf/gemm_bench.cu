@@ -234,10 +234,17 @@ struct GroupedCase {
 
 // How the core runs a grouped case: one launch (static deal unless the groups are uneven), one
 // launch taking tickets for every tile, or one launch per expert as the reference calls cuBLAS.
-enum class CoreDeal { kDefault, kTickets, kPerExpert };
+// kWaveGate: the static deal with GroupedGemm::wave_gate = `gate` waves.
+enum class CoreDeal { kDefault, kTickets, kPerExpert, kWaveGate };
+struct DealChoice {
+  std::string name;
+  CoreDeal deal;
+  int32_t gate;
+};
 
 void bench_grouped(benchmark::State& state, const GroupedCase& gc, const std::vector<int32_t>& counts,
-                   int32_t band_mblocks = 0, L2Hint l2_hint = L2Hint::kNone, CoreDeal deal = CoreDeal::kDefault) {
+                   int32_t band_mblocks = 0, L2Hint l2_hint = L2Hint::kNone, DealChoice choice = {"", CoreDeal::kDefault, 0}) {
+  const CoreDeal deal = choice.deal;
   const int64_t groups = static_cast<int64_t>(counts.size());
   std::vector<int32_t> offsets{0};
   for (int32_t c : counts) offsets.push_back(offsets.back() + c);
@@ -270,6 +277,10 @@ void bench_grouped(benchmark::State& state, const GroupedCase& gc, const std::ve
   if (deal == CoreDeal::kTickets) {
     g.tile_tickets = static_cast<unsigned int*>(counter.p);
     g.tickets_always = true;
+  }
+  if (deal == CoreDeal::kWaveGate) {
+    g.tile_tickets = static_cast<unsigned int*>(counter.p);
+    g.wave_gate = choice.gate;
   }
   if (deal != CoreDeal::kPerExpert) {
     time_gemm_core(state, flops, g);
@@ -408,10 +419,12 @@ std::vector<std::pair<std::string, L2Hint>> take_l2_hints(int& argc, char** argv
   return hints;
 }
 
-// `--deals=tickets,per_expert`: also time the forward and data-grad cases with every tile taken by
-// ticket (`ours_tickets`) and as one launch per expert (`ours_per_expert`).
-std::vector<std::pair<std::string, CoreDeal>> take_deals(int& argc, char** argv) {
-  std::vector<std::pair<std::string, CoreDeal>> deals;
+// `--deals=tickets,per_expert,gate1,gate4`: also time the forward and data-grad cases with every
+// tile taken by ticket (`ours_tickets`) and as one launch per expert (`ours_per_expert`), and every
+// case, weight gradients too, with the static deal gated every N waves (`ours_gate<N>`,
+// GroupedGemm::wave_gate).
+std::vector<DealChoice> take_deals(int& argc, char** argv) {
+  std::vector<DealChoice> deals;
   int kept = 1;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
@@ -422,12 +435,16 @@ std::vector<std::pair<std::string, CoreDeal>> take_deals(int& argc, char** argv)
     std::stringstream list(arg.substr(8));
     std::string item;
     while (std::getline(list, item, ',')) {
+      const int gate = item.rfind("gate", 0) == 0 ? std::atoi(item.c_str() + 4) : 0;
       if (item == "tickets") {
-        deals.emplace_back(item, CoreDeal::kTickets);
+        deals.push_back({item, CoreDeal::kTickets, 0});
       } else if (item == "per_expert") {
-        deals.emplace_back(item, CoreDeal::kPerExpert);
+        deals.push_back({item, CoreDeal::kPerExpert, 0});
+      } else if (gate >= 1 && gate <= 1000 && item == "gate" + std::to_string(gate)) {
+        deals.push_back({item, CoreDeal::kWaveGate, gate});
       } else {
-        std::fprintf(stderr, "detmoe_perf_gemm: --deals wants tickets or per_expert, got '%s'\n", item.c_str());
+        std::fprintf(stderr, "detmoe_perf_gemm: --deals wants tickets, per_expert or gate<N> (N in [1, 1000]), got '%s'\n",
+                     item.c_str());
         std::exit(2);
       }
     }
@@ -439,7 +456,7 @@ std::vector<std::pair<std::string, CoreDeal>> take_deals(int& argc, char** argv)
 int main(int argc, char** argv) {
   const std::vector<int32_t> bands = take_bands(argc, argv);
   const std::vector<std::pair<std::string, L2Hint>> hints = take_l2_hints(argc, argv);
-  const std::vector<std::pair<std::string, CoreDeal>> deals = take_deals(argc, argv);
+  const std::vector<DealChoice> deals = take_deals(argc, argv);
   const std::vector<DenseCase> dense{
       {"forward_4096", Layout::kForward, 4096},
       {"forward_8192", Layout::kForward, 8192},
@@ -490,6 +507,10 @@ int main(int argc, char** argv) {
   for (const ModelShape& s : {deepseek, mixtral}) {
     if (s.name == mixtral.name) grouped.push_back({s.name + "_down_data_grad", s, Layout::kDataGrad, s.F, s.H, 0});
     grouped.push_back({s.name + "_up_data_grad", s, Layout::kDataGrad, s.H, 2 * s.F, 0});
+    // The layer's dW_gate_up launch as it runs it (fp32 out; K = an expert's rows, ≈ 217 waves of
+    // 32-k-block tiles on mixtral-8x7b): the static deal's drift over many short waves.
+    grouped.push_back({s.name + "_up_weight_grad_fp32out", s, Layout::kWeightGrad, s.H, 0, 2 * s.F,
+                       Epilogue::kStoreFP32, false});
   }
   write_segments(grouped, counts);
   for (const auto& gc : grouped) {
@@ -499,6 +520,17 @@ int main(int argc, char** argv) {
         ->UseManualTime()
         ->Iterations(kTimedLaunches)
         ->Unit(benchmark::kMillisecond);
+    for (const DealChoice& choice : deals) {
+      const bool wgrad = gc.layout == Layout::kWeightGrad;
+      if (wgrad && choice.deal != CoreDeal::kWaveGate) continue;  // the layer's weight gradients: gates only
+      benchmark::RegisterBenchmark(("gemm/grouped/" + gc.name + "/ours_" + choice.name).c_str(),
+                                   [gc, cnt, choice](benchmark::State& st) {
+                                     bench_grouped(st, gc, cnt, 0, L2Hint::kNone, choice);
+                                   })
+          ->UseManualTime()
+          ->Iterations(kTimedLaunches)
+          ->Unit(benchmark::kMillisecond);
+    }
     if (gc.layout == Layout::kWeightGrad) continue;
     std::vector<int32_t> variant_bands{0};
     variant_bands.insert(variant_bands.end(), bands.begin(), bands.end());
@@ -516,13 +548,6 @@ int main(int argc, char** argv) {
             ->Unit(benchmark::kMillisecond);
       }
     }
-    for (const auto& [name, deal] : deals)
-      benchmark::RegisterBenchmark(
-          ("gemm/grouped/" + gc.name + "/ours_" + name).c_str(),
-          [gc, cnt, deal = deal](benchmark::State& st) { bench_grouped(st, gc, cnt, 0, L2Hint::kNone, deal); })
-          ->UseManualTime()
-          ->Iterations(kTimedLaunches)
-          ->Unit(benchmark::kMillisecond);
     benchmark::RegisterBenchmark(("gemm/grouped/" + gc.name + "/cublas_per_expert").c_str(),
                                  [gc, cnt](benchmark::State& st) { bench_grouped_cublas(st, gc, cnt); })
         ->UseManualTime()

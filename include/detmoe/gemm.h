@@ -90,6 +90,14 @@ struct GroupedGemm {
   int32_t band_mblocks = 0;
   // L2 eviction priorities of the operand loads (L2Hint). Changes speed, never bits.
   L2Hint l2_hint = L2Hint::kNone;
+  // With the static deal and tile_tickets (then unused by the deal): every wave_gate waves of
+  // `grid` tiles, each CTA's producer waits before loading its next tile until every CTA has
+  // reached that wave (an arrival counter in tile_tickets), so the CTAs that share a panel start
+  // it together again however far their paces drifted apart (docs/PERF.md session 37). Only full
+  // waves are gated, only where the grid fits the device's SMs, and a wait longer than 200 µs
+  // gives up gating for that CTA: a gate can slow a launch, never hang it. 0 = no gate.
+  // Changes speed, never bits.
+  int32_t wave_gate = 0;
 };
 
 // Block shape and pipeline depth of one launch: a pure function of (layout, n, k), never of

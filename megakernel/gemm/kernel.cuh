@@ -25,6 +25,7 @@
 #include "megakernel/gemm/task_ring.cuh"
 #include "megakernel/gemm/tile_config.cuh"
 #include "megakernel/ptx/common.cuh"
+#include "megakernel/ptx/memory_order.cuh"
 #include "megakernel/ptx/tma.cuh"
 #include "megakernel/ptx/wgmma.cuh"
 
@@ -73,6 +74,61 @@ class TileDeal {
   int64_t next_;
 };
 
+// GroupedGemm::wave_gate, for the static deal's producer: before its tile of wave w (its w-th
+// tile), w a positive multiple of `every`, the producer arrives on the counter and waits until
+// every CTA has (grid arrivals per gate). Why: the static deal keeps tile i on CTA i mod grid for
+// the whole launch, and CTAs whose paces differ by a fraction of a percent drift so far apart over
+// ten waves of long tiles that the eight sharing a weight panel no longer meet in L2 (session 36:
+// the core read 2.4× cuBLAS's DRAM bytes on mixtral-8x7b's dx). Only a full wave is gated (every
+// CTA has a tile in it, so every CTA arrives: a second scheduler probes the wave's last tile),
+// only a grid the device holds at once (≤ its SMs, one CTA per SM), and a CTA that waited
+// longer than kGiveUpNs stops waiting (it still arrives, so the others' counts stay right):
+// the gate orders nothing that bits depend on, so giving up is always safe.
+template <Layout kLayout, class Cfg>
+class WaveGate {
+ public:
+  static constexpr unsigned long long kGiveUpNs = 200'000;
+
+  DETMOE_DEVICE WaveGate(const KernelParams& p, unsigned int* counter)
+      : probe_(p), counter_(p.wave_gate > 0 && gridDim.x <= sm_count() ? counter : nullptr), every_(p.wave_gate) {}
+
+  // Before the producer loads its tile of wave `w` (0 = its first tile).
+  DETMOE_DEVICE void before_wave(int64_t w) {
+    if (counter_ == nullptr || w == 0 || w % every_ != 0) return;
+    Tile last;
+    if (!probe_.at((w + 1) * gridDim.x - 1, last)) {  // a partial wave and all after it: no gate
+      counter_ = nullptr;
+      return;
+    }
+    ++gates_;
+    atomicAdd(counter_, 1u);
+    if (waiting_) {
+      const unsigned int target = gates_ * gridDim.x;
+      const unsigned long long start = ptx::globaltimer_ns();
+      while (ptx::ld_relaxed_u32(counter_) < target) {
+        if (ptx::globaltimer_ns() - start > kGiveUpNs) {
+          waiting_ = false;
+          break;
+        }
+        __nanosleep(32);
+      }
+    }
+  }
+
+ private:
+  DETMOE_DEVICE static unsigned int sm_count() {
+    unsigned int n;
+    asm volatile("mov.u32 %0, %%nsmid;" : "=r"(n));
+    return n;
+  }
+
+  TileScheduler<kLayout, Cfg> probe_;
+  unsigned int* counter_;
+  int32_t every_;
+  unsigned int gates_ = 0;
+  bool waiting_ = true;
+};
+
 template <Layout kLayout, class Cfg>
 DETMOE_DEVICE void run_producer(const CUtensorMap* map_a, const CUtensorMap* map_b, const KernelParams& p,
                                 const SmemLayout<Cfg>& smem, const Pipeline<Cfg>& pipe, unsigned int* tickets,
@@ -89,9 +145,12 @@ DETMOE_DEVICE void run_producer(const CUtensorMap* map_a, const CUtensorMap* map
   const ptx::L2Policy policy_b = hint == L2Hint::kKeepA   ? ptx::l2_policy_evict_first()
                                  : hint == L2Hint::kKeepB ? ptx::l2_policy_evict_last()
                                                           : ptx::l2_policy_none();
+  // The gate's counter is tile_tickets, free when the deal is static (tickets == nullptr).
+  WaveGate<kLayout, Cfg> gate(p, tickets == nullptr ? p.tickets : nullptr);
   PipelineState<Cfg::kStages> st;
   Tile tile;
-  while (deal.producer_next(tile)) {
+  for (int64_t wave = 0; deal.producer_next(tile); ++wave) {
+    gate.before_wave(wave);
     const uint32_t bytes = Operands::stage_bytes(tile, p.n, p.m);
     for (int32_t kb = 0; kb < tile.k_blocks; ++kb) {
       pipe.producer_acquire(st, bytes);

@@ -22,6 +22,7 @@ struct KernelParams {
   int32_t tickets_always; // take tickets even where the groups are even (GroupedGemm::tickets_always)
   int32_t band_mblocks;   // m-blocks per band of the tile order (≥ 1)
   int32_t l2_hint;        // detmoe::gemm::L2Hint of the producer's TMA loads
+  int32_t wave_gate;      // waves between the static deal's gates, 0 = none (GroupedGemm::wave_gate)
 };
 
 }  // namespace detmoe::gemm

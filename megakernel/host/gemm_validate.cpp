@@ -86,6 +86,10 @@ Status validate(const GroupedGemm& g) {
   if (g.grid_ctas < 0) return invalid_argument("gemm: grid_ctas = " + str(g.grid_ctas) + " is negative (0 = one per SM)");
   if (g.band_mblocks < 0)
     return invalid_argument("gemm: band_mblocks = " + str(g.band_mblocks) + " is negative (0 = the default band)");
+  if (g.wave_gate < 0)
+    return invalid_argument("gemm: wave_gate = " + str(g.wave_gate) + " is negative (0 = no gate)");
+  if (g.wave_gate > 0 && g.tile_tickets == nullptr)
+    return invalid_argument("gemm: wave_gate = " + str(g.wave_gate) + " needs tile_tickets (the gate's arrival counter)");
   if (g.l2_hint != L2Hint::kNone && g.l2_hint != L2Hint::kKeepA && g.l2_hint != L2Hint::kKeepB)
     return invalid_argument("gemm: l2_hint = " + str(static_cast<int32_t>(g.l2_hint)) +
                             " is not an L2Hint (0 none, 1 keep A, 2 keep B)");

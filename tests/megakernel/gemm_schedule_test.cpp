@@ -145,6 +145,40 @@ TEST_P(GemmSchedule, TicketDealDoesNotChangeBits) {
   }
 }
 
+// The wave gate (GroupedGemm::wave_gate) only holds producers back: same bits as the static deal
+// without it, at every gate and grid. Even groups keep the static deal, so the counter is the
+// gate's: each of the grid's CTAs arrives once per gated wave — waves w = gate, 2·gate, … that
+// are full ((w + 1)·grid ≤ tiles) — and a grid larger than the device's SMs is not gated at all.
+// So the counter's end value shows the gate ran (a gate that never engaged would leave 0).
+TEST_P(GemmSchedule, WaveGateDoesNotChangeBits) {
+  DETMOE_REQUIRE_GPU();
+  Case even = make_case(GetParam(), 31);
+  even.p.offsets = offsets_from_sizes({256, 256, 256, 256}, 3);
+  even.p.rows = even.p.offsets.back() + 2;
+  even.a = normal_bf16(static_cast<size_t>(even.p.a_rows() * even.p.pitch_a()), 31);
+  even.b = normal_bf16(static_cast<size_t>(even.p.b_rows() * even.p.pitch_b()), 32);
+  const int64_t tiles = tile_count(even.p);
+  ASSERT_EQ(tiles, 24) << describe(even.p);
+  DeviceBuffer counter(sizeof(unsigned int));
+  for (Epilogue e : {Epilogue::kStoreFP32, Epilogue::kStoreBF16}) {
+    const auto fixed = run_bytes(even, e, 132);
+    for (int32_t gate : {1, 2}) {
+      for (int32_t grid : {3, 5, 132, 1000}) {
+        const auto gated = run_bytes(even, e, grid, {.tile_tickets = counter.as<unsigned int>(), .wave_gate = gate});
+        ASSERT_EQ(fixed.size(), gated.size());
+        EXPECT_EQ(std::memcmp(fixed.data(), gated.data(), fixed.size()), 0)
+            << describe(even.p) << ", " << to_string(e) << ": wave_gate " << gate << " on grid " << grid
+            << " differs from the static deal on grid 132";
+        const int64_t full_waves = tiles / grid;  // waves 0 … full_waves − 1 are full
+        const bool exceeds_sms = grid == 1000;  // more CTAs than any device has SMs: no gate
+        const int64_t gates = exceeds_sms || full_waves < 1 ? 0 : (full_waves - 1) / gate;
+        EXPECT_EQ(int64_t{read_counter(counter)}, gates * grid)
+            << describe(even.p) << ", wave_gate " << gate << ", grid " << grid << ": arrivals at the gates";
+      }
+    }
+  }
+}
+
 TEST_P(GemmSchedule, RerunGivesIdenticalBits) {
   DETMOE_REQUIRE_GPU();
   const Case c = make_case(GetParam(), 22);

@@ -102,6 +102,7 @@ struct LaunchKnobs {
   bool tickets_always = false;
   int32_t band_mblocks = 0;  // 0 = the default band
   L2Hint l2_hint = L2Hint::kNone;
+  int32_t wave_gate = 0;  // GroupedGemm::wave_gate (needs tile_tickets)
 };
 Status run_problem(const Problem& p, Epilogue epilogue, DeviceProblem& d, int32_t grid_ctas = 0,
                    bool use_offsets = true, const LaunchKnobs& knobs = {});

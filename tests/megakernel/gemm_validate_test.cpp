@@ -88,6 +88,16 @@ TEST(GemmValidate, NamesAnUnknownL2Hint) {
   EXPECT_TRUE(validate(g).ok());
 }
 
+TEST(GemmValidate, NamesABadWaveGate) {
+  GroupedGemm g = valid_forward();
+  g.wave_gate = -1;
+  expect_invalid(g, "wave_gate = -1 is negative (0 = no gate)");
+  g.wave_gate = 2;
+  expect_invalid(g, "wave_gate = 2 needs tile_tickets (the gate's arrival counter)");
+  g.tile_tickets = reinterpret_cast<unsigned int*>(g_storage);
+  EXPECT_TRUE(validate(g).ok());
+}
+
 TEST(GemmValidate, EpiloguesMatchLayouts) {
   GroupedGemm g = valid_forward();
   g.layout = Layout::kDataGrad;
