@@ -8,6 +8,9 @@
 # 2. two alternating rounds: forward main / d8 and fwd+bwd main / dxg, mixtral-8x7b and deepseek-v3;
 # 3. bits: one custom problem whose dx tiles are gated (F 8192: 256 k-blocks; 512 dx tiles), every
 #    output of main and dxg compared byte for byte; then d8's and dxg's megakernel GPU tests.
+# 4. if time is left: the GEMM core's evict-first stores on the layer's dW_gate_up launches (branch
+#    gemm-band 4e28b3e, .abbin/gate: detmoe_gemm_test + detmoe_perf_gemm) — their test, time and J,
+#    and ncu's DRAM bytes on mixtral-8x7b (plain: 5.1–5.7 GB read for 1.07 GB of operands).
 #   OUT=dir BUDGET_S=300 bash ci/device-session37c.sh
 # A cut for a nearly spent budget: ROUNDS=1 SHAPES=mixtral-8x7b CHECKS=0 (no bits, no tests).
 source "$(dirname "$0")/device-call.sh"
@@ -56,4 +59,14 @@ for tree in dxg d8; do
   gtest_run "tests-$tree" $(( $(left) - 10 )) ".abbin/$tree/detmoe_layer_test" \
     'Megakernel*:LayerTrace*:LayerSchedule*-*NamedShapes.MatchReference:*Property.Random*'
 done
+if [ -x .abbin/gate/detmoe_perf_gemm ] && [ "$(left)" -gt 60 ]; then
+  step "evict-first stores on the weight gradients ($(left) s left)"
+  gtest_run stream-tests 30 .abbin/gate/detmoe_gemm_test '*StreamStores*:*WaveGate*'
+  timeout 40 .abbin/gate/detmoe_perf_gemm --deals=stream_c \
+    --benchmark_filter='grouped/(mixtral-8x7b|deepseek-v3)_up_weight_grad_fp32out/' \
+    --benchmark_out="$OUT/gemm-stream.json" --benchmark_out_format=json >"$OUT/gemm-stream.log" 2>&1
+  echo "exit $?"; python3 perf/bench_medians.py "$OUT/gemm-stream.json" --strip gemm/grouped/ 2>&1 | head -6
+  [ "$(left)" -gt 45 ] && OUT=$OUT/stream-ncu BUDGET_S=$(( $(left) - 5 )) BIN=.abbin/gate GEMM_NCU_IMPLS='ours ours_stream_c' \
+    GEMM_NCU_ARGS='--deals=stream_c' GEMM_NCU_CASE='mixtral-8x7b_up_weight_grad_fp32out' bash ci/device-gemm-ncu.sh
+fi
 step done
