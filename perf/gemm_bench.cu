@@ -240,6 +240,7 @@ struct DealChoice {
   std::string name;
   CoreDeal deal;
   int32_t gate;
+  bool stream_stores = false;  // GroupedGemm::stream_stores (with the default deal)
 };
 
 void bench_grouped(benchmark::State& state, const GroupedCase& gc, const std::vector<int32_t>& counts,
@@ -282,6 +283,7 @@ void bench_grouped(benchmark::State& state, const GroupedCase& gc, const std::ve
     g.tile_tickets = static_cast<unsigned int*>(counter.p);
     g.wave_gate = choice.gate;
   }
+  g.stream_stores = choice.stream_stores;
   if (deal != CoreDeal::kPerExpert) {
     time_gemm_core(state, flops, g);
   } else {
@@ -419,10 +421,10 @@ std::vector<std::pair<std::string, L2Hint>> take_l2_hints(int& argc, char** argv
   return hints;
 }
 
-// `--deals=tickets,per_expert,gate1,gate4`: also time the forward and data-grad cases with every
-// tile taken by ticket (`ours_tickets`) and as one launch per expert (`ours_per_expert`), and every
-// case, weight gradients too, with the static deal gated every N waves (`ours_gate<N>`,
-// GroupedGemm::wave_gate).
+// `--deals=tickets,per_expert,gate1,gate4,stream_c`: also time the forward and data-grad cases with
+// every tile taken by ticket (`ours_tickets`) and as one launch per expert (`ours_per_expert`), and
+// every case, weight gradients too, with the static deal gated every N waves (`ours_gate<N>`,
+// GroupedGemm::wave_gate) and with evict-first stores of C (`ours_stream_c`, GroupedGemm::stream_stores).
 std::vector<DealChoice> take_deals(int& argc, char** argv) {
   std::vector<DealChoice> deals;
   int kept = 1;
@@ -442,8 +444,11 @@ std::vector<DealChoice> take_deals(int& argc, char** argv) {
         deals.push_back({item, CoreDeal::kPerExpert, 0});
       } else if (gate >= 1 && gate <= 1000 && item == "gate" + std::to_string(gate)) {
         deals.push_back({item, CoreDeal::kWaveGate, gate});
+      } else if (item == "stream_c") {
+        deals.push_back({item, CoreDeal::kDefault, 0, true});
       } else {
-        std::fprintf(stderr, "detmoe_perf_gemm: --deals wants tickets, per_expert or gate<N> (N in [1, 1000]), got '%s'\n",
+        std::fprintf(stderr,
+                     "detmoe_perf_gemm: --deals wants tickets, per_expert, gate<N> (N in [1, 1000]) or stream_c, got '%s'\n",
                      item.c_str());
         std::exit(2);
       }
@@ -522,7 +527,8 @@ int main(int argc, char** argv) {
         ->Unit(benchmark::kMillisecond);
     for (const DealChoice& choice : deals) {
       const bool wgrad = gc.layout == Layout::kWeightGrad;
-      if (wgrad && choice.deal != CoreDeal::kWaveGate) continue;  // the layer's weight gradients: gates only
+      // The layer's weight gradients: the gates and the streamed stores only.
+      if (wgrad && choice.deal != CoreDeal::kWaveGate && !choice.stream_stores) continue;
       benchmark::RegisterBenchmark(("gemm/grouped/" + gc.name + "/ours_" + choice.name).c_str(),
                                    [gc, cnt, choice](benchmark::State& st) {
                                      bench_grouped(st, gc, cnt, 0, L2Hint::kNone, choice);

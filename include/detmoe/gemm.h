@@ -98,6 +98,11 @@ struct GroupedGemm {
   // gives up gating for that CTA: a gate can slow a launch, never hang it. 0 = no gate.
   // Changes speed, never bits.
   int32_t wave_gate = 0;
+  // C's TMA stores with an L2 evict-first priority, so the output streams through L2 without
+  // displacing operand panels that later tiles read again (the layer's fp32 weight gradients write
+  // 3.7 GB per launch on mixtral-8x7b and read their operands ≈ 5× over: docs/PERF.md session 37).
+  // Changes speed, never bits.
+  bool stream_stores = false;
 };
 
 // Block shape and pipeline depth of one launch: a pure function of (layout, n, k), never of

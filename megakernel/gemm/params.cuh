@@ -23,6 +23,7 @@ struct KernelParams {
   int32_t band_mblocks;   // m-blocks per band of the tile order (≥ 1)
   int32_t l2_hint;        // detmoe::gemm::L2Hint of the producer's TMA loads
   int32_t wave_gate;      // waves between the static deal's gates, 0 = none (GroupedGemm::wave_gate)
+  int32_t stream_stores;  // C's TMA stores evict-first in L2 (GroupedGemm::stream_stores)
 };
 
 }  // namespace detmoe::gemm

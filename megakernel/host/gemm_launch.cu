@@ -137,6 +137,7 @@ Status run(const GroupedGemm& g, cudaStream_t stream) {
   p.band_mblocks = g.band_mblocks > 0 ? g.band_mblocks : Cfg::kBandRows;
   p.l2_hint = static_cast<int32_t>(g.l2_hint);
   p.wave_gate = g.wave_gate;
+  p.stream_stores = g.stream_stores ? 1 : 0;
   const int grid = g.grid_ctas > 0 ? g.grid_ctas : info->sms;
   if (g.tile_tickets != nullptr)
     DETMOE_RETURN_IF_ERROR(cuda_status(cudaMemsetAsync(g.tile_tickets, 0, sizeof(unsigned int), stream),

@@ -93,6 +93,23 @@ TEST_P(GemmSchedule, L2HintDoesNotChangeBits) {
   }
 }
 
+// Evict-first stores (GroupedGemm::stream_stores) change what L2 keeps, never a bit: both store
+// epilogues, with and without an L2 hint on the loads, on another grid.
+TEST_P(GemmSchedule, StreamStoresDoNotChangeBits) {
+  DETMOE_REQUIRE_GPU();
+  const Case c = make_case(GetParam(), 33);
+  for (Epilogue e : {Epilogue::kStoreFP32, Epilogue::kStoreBF16}) {
+    const auto plain = run_bytes(c, e, 132);
+    for (L2Hint hint : {L2Hint::kNone, L2Hint::kKeepA}) {
+      const auto streamed = run_bytes(c, e, 66, {.l2_hint = hint, .stream_stores = true});
+      ASSERT_EQ(plain.size(), streamed.size());
+      EXPECT_EQ(std::memcmp(plain.data(), streamed.data(), plain.size()), 0)
+          << describe(c.p) << ", " << to_string(e) << ": evict-first stores (l2_hint " << static_cast<int>(hint)
+          << ") differ from plain stores";
+    }
+  }
+}
+
 // Output tiles of a problem (128 × 256 each), as the scheduler numbers them.
 int64_t tile_count(const Problem& p) {
   const int64_t n_blocks = (p.n + 255) / 256;

@@ -136,6 +136,7 @@ Status run_problem(const Problem& p, Epilogue epilogue, DeviceProblem& d, int32_
   g.band_mblocks = knobs.band_mblocks;
   g.l2_hint = knobs.l2_hint;
   g.wave_gate = knobs.wave_gate;
+  g.stream_stores = knobs.stream_stores;
   Status s = run(g, nullptr);
   if (!s.ok()) return s;
   const cudaError_t err = cudaDeviceSynchronize();

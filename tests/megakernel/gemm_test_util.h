@@ -103,6 +103,7 @@ struct LaunchKnobs {
   int32_t band_mblocks = 0;  // 0 = the default band
   L2Hint l2_hint = L2Hint::kNone;
   int32_t wave_gate = 0;  // GroupedGemm::wave_gate (needs tile_tickets)
+  bool stream_stores = false;  // GroupedGemm::stream_stores
 };
 Status run_problem(const Problem& p, Epilogue epilogue, DeviceProblem& d, int32_t grid_ctas = 0,
                    bool use_offsets = true, const LaunchKnobs& knobs = {});
