@@ -12,8 +12,8 @@ exec > >(tee "$OUT/summary.txt") 2>&1
 # $OUT/logs.tgz when there are more (session 19's landing call lost its test logs that way).
 bundle_out() {
   [ "$(find "$OUT" -type f | wc -l)" -le 8 ] && return
-  tar czf /tmp/device-logs.tgz -C "$OUT" --exclude=./summary.txt . &&
-    find "$OUT" -mindepth 1 -type f ! -name summary.txt -delete
+  tar czf /tmp/device-logs.tgz -C "$OUT" --exclude=./summary.txt . || return
+  find "$OUT" -mindepth 1 -type f ! -name summary.txt -delete
   # A nested call's folder keeps its own summary.txt, so only the emptied folders go (session 37:
   # deleting folders that still held one failed the chain and the bundle was never moved back).
   find "$OUT" -mindepth 1 -type d -empty -delete

@@ -17,20 +17,14 @@ source "$(dirname "$0")/device-call.sh"
 use_prebuilt
 nvidia-smi --query-gpu=name,clocks.max.sm,power.limit --format=csv,noheader
 step "ncu bytes ($(left) s left)"
-ncu_launch() {  # TREE KERNEL
-  local f="$OUT/ncu-$1-$2"
-  timeout 40 ncu --clock-control none --kernel-name "regex:$2" --csv --print-units base \
-    --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,sm__cycles_elapsed.avg.per_second \
-    ".abbin/$1/detmoe" verify --impl megakernel --shape mixtral-8x7b --routing balanced --no-oracle >"$f.csv" 2>"$f.err"
-  echo "$1 $2: ncu exit $? ($(grep -c PASS "$f.csv" 2>/dev/null) PASS lines)"
-  python3 perf/kernel_times.py "$f.csv" --runs 2 \
-    --metrics dram__bytes_read.sum,dram__bytes_write.sum,sm__cycles_elapsed.avg.per_second >"$f.txt" 2>&1
-  grep -E "launch|ms/step" "$f.txt" | head -4
+kt() {  # TREE KERNEL: that launch alone under ncu (ci/device-kernel-times.sh), mixtral-8x7b balanced
+  OUT=$OUT/kt-$1-$2 BUDGET_S=70 BIN=.abbin/$1 KT_SHAPES=mixtral-8x7b KT_IMPLS=megakernel KT_ARGS="--kernel-name regex:$2" \
+    KT_METRICS=dram__bytes_read.sum,dram__bytes_write.sum,sm__cycles_elapsed.avg.per_second bash ci/device-kernel-times.sh
 }
-ncu_launch main layer_forward_kernel
-ncu_launch d8 layer_forward_kernel
-ncu_launch main layer_backward_kernel
-ncu_launch dxg layer_backward_kernel
+kt main layer_forward_kernel
+kt d8 layer_forward_kernel
+kt main layer_backward_kernel
+kt dxg layer_backward_kernel
 bench() {  # TREE FILTER FILE
   timeout $(( $(left) - 10 )) ".abbin/$1/detmoe_perf_layer" --impls=megakernel --routings=balanced \
     --shapes="${SHAPES:-mixtral-8x7b,deepseek-v3}" --timed=20 --warmup-seconds=1 --benchmark_filter="$2" \

@@ -22,7 +22,7 @@ import math
 import random
 from collections import OrderedDict
 
-from tile_order_dram import add_problem_args, order
+from tile_order_dram import add_problem_args, order, problem_dims
 
 
 def schedule(tiles, ctas, k_blocks, deal, speed, noise, rng, spread=0.0):
@@ -87,12 +87,10 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--spread", default="0", help="fractions of a tile over which the CTAs' first starts spread")
     a = ap.parse_args()
-    tm, tn = (int(x) for x in a.tile.split("x"))
-    mb, nb = math.ceil(a.m / tm), math.ceil(a.n / tn)
+    tm, tn, mb, nb, floor = problem_dims(a)
     kbs = math.ceil(a.k / 64)
     a_bytes, b_bytes = tm * 64 * 2, tn * 64 * 2
     l2 = a.l2_mb * 1e6
-    floor = (a.groups * a.m * a.k + a.groups * a.k * a.n) * 2
     print(f"each operand once: {floor / 1e9:.2f} GB; {a.groups * mb * nb} tiles of {kbs} k-blocks on {a.ctas} CTAs, "
           f"band {a.band}, L2 {a.l2_mb:g} MB (LRU), k-block noise {a.noise:g}")
     for speed, spread in ((float(x), float(f)) for x in a.speed.split(",") for f in a.spread.split(",")):

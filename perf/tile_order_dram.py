@@ -53,14 +53,20 @@ def add_problem_args(ap):
     ap.add_argument("--tile", default="128x256")
 
 
+def problem_dims(a):
+    """From add_problem_args' values: tile rows and columns, m-blocks and n-blocks per group, and the
+    bytes of every operand read once (the floor any order is measured against)."""
+    tm, tn = (int(x) for x in a.tile.split("x"))
+    floor = (a.groups * a.m * a.k + a.groups * a.k * a.n) * 2
+    return tm, tn, math.ceil(a.m / tm), math.ceil(a.n / tn), floor
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_problem_args(ap)
     ap.add_argument("--bands", default="4,8,16,32")
     a = ap.parse_args()
-    tm, tn = (int(x) for x in a.tile.split("x"))
-    mb, nb = math.ceil(a.m / tm), math.ceil(a.n / tn)
-    floor = (a.groups * a.m * a.k + a.groups * a.k * a.n) * 2
+    tm, tn, mb, nb, floor = problem_dims(a)
     print(f"each operand once: {floor / 1e9:.2f} GB")
     for band in (int(x) for x in a.bands.split(",")):
         grouped = dram_bytes(order(a.groups, mb, nb, band), a.ctas, a.k, tm, tn)
