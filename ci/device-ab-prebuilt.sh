@@ -43,8 +43,12 @@ for b in json.load(open(sys.argv[1]))["benchmarks"]:
     print(b["name"].split("/iterations")[0].replace("megakernel/", ""), "%.3f" % b["median_ms"], "%.3f" % b.get("joules_per_step", 0), end="  |  ")
 ' "$OUT/$3.json" 2>&1)"
 }
+# AB_ALTERNATE=1 runs the trees in reverse order in even rounds: in-process order biased session 36's
+# knob comparisons (whichever ran second looked faster), so an A/B of a few % alternates.
 for round in $(seq 1 "${AB_ROUNDS:-1}"); do
-  for name in $names; do
+  order=$names
+  [ "${AB_ALTERNATE:-0}" = 1 ] && [ $(( round % 2 )) = 0 ] && order=$(printf '%s\n' $names | tac | xargs)
+  for name in $order; do
     # AB_ROUND_MIN / AB_ROUND_SLACK: seconds a round needs to start / leaves unused (defaults 70 / 40)
     [ "$(left)" -gt "${AB_ROUND_MIN:-70}" ] || break 2
     step "round $round $name ($(left) s left)"
