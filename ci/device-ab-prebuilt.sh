@@ -43,6 +43,21 @@ for b in json.load(open(sys.argv[1]))["benchmarks"]:
     print(b["name"].split("/iterations")[0].replace("megakernel/", ""), "%.3f" % b["median_ms"], "%.3f" % b.get("joules_per_step", 0), end="  |  ")
 ' "$OUT/$3.json" 2>&1)"
 }
+# AB_TORCH=1: the PyTorch pipeline (perf/torch_moe_pipeline.py, /opt/torch's Python) on the same
+# shapes and routing after the rounds, so torch / megakernel ratios come from this call;
+# AB_TORCH=first runs it before the rounds (a call that may run out of time in them).
+torch_pipeline() {
+  step "torch pipeline ($(left) s left)"
+  timeout $(( $(left) - 20 )) "${TORCH_PYTHON:-/opt/torch/.venv/bin/python}" perf/torch_moe_pipeline.py \
+    --shapes="${AB_SHAPES:-deepseek-v3,mixtral-8x7b,qwen3-30b-a3b,gpt-oss-120b}" --routings="${AB_ROUTING:-balanced}" \
+    --timed=20 --warmup-seconds=1 --json "$OUT/torch-pipeline.json" >"$OUT/torch-pipeline.log" 2>&1
+  echo "torch exit $?"; python3 -c '
+import json, sys
+for r in json.load(open(sys.argv[1]))["results"]:
+    print(r["shape"], r["routing"], r["pass"], "%.3f" % r["median_ms"])
+' "$OUT/torch-pipeline.json" 2>&1 | head -16
+}
+if [ "${AB_TORCH:-0}" = first ] && [ "$(left)" -gt 60 ]; then torch_pipeline; fi
 # AB_ALTERNATE=1 runs the trees in reverse order in even rounds: in-process order biased session 36's
 # knob comparisons (whichever ran second looked faster), so an A/B of a few % alternates.
 for round in $(seq 1 "${AB_ROUNDS:-1}"); do
@@ -71,19 +86,7 @@ if [ -n "${TRACE_SHAPES:-}" ] && [ "$(left)" -gt 25 ]; then
     --timed=5 --trace >"$OUT/trace.log" 2>&1
   echo "trace exit $?"; grep -vE '^(Run on|CPU Caches|  L[123]|Load Average|-----)' "$OUT/trace.log" | head -70
 fi
-# AB_TORCH=1: the PyTorch pipeline (perf/torch_moe_pipeline.py, /opt/torch's Python) on the same
-# shapes and routing after the rounds, so torch / megakernel ratios come from this call.
-if [ "${AB_TORCH:-0}" = 1 ] && [ "$(left)" -gt 60 ]; then
-  step "torch pipeline ($(left) s left)"
-  timeout $(( $(left) - 20 )) "${TORCH_PYTHON:-/opt/torch/.venv/bin/python}" perf/torch_moe_pipeline.py \
-    --shapes="${AB_SHAPES:-deepseek-v3,mixtral-8x7b,qwen3-30b-a3b,gpt-oss-120b}" --routings="${AB_ROUTING:-balanced}" \
-    --timed=20 --warmup-seconds=1 --json "$OUT/torch-pipeline.json" >"$OUT/torch-pipeline.log" 2>&1
-  echo "torch exit $?"; python3 -c '
-import json, sys
-for r in json.load(open(sys.argv[1]))["results"]:
-    print(r["shape"], r["routing"], r["pass"], "%.3f" % r["median_ms"])
-' "$OUT/torch-pipeline.json" 2>&1 | head -16
-fi
+if [ "${AB_TORCH:-0}" = 1 ] && [ "$(left)" -gt 60 ]; then torch_pipeline; fi
 step summary
 python3 perf/ab_summary.py "$OUT" 2>&1 | head -60
 # With the reference in every round and the torch pipeline, issues 18 and 19's bars for the first tree.
