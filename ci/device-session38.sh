@@ -13,10 +13,10 @@
 # second (AB_ALTERNATE), the reference in each round; the torch pipeline first (AB_TORCH=first:
 # the rounds may run out of time); perf/acceptance_verdict.py over fg (others: offline, --tree).
 #   OUT=dir BUDGET_S=520 bash ci/device-session38.sh
-# Cuts for a short budget: S38_NAMES, S38_ROUNDS, S38_TORCH=0, AB_SHAPES, AB_TESTS (device-ab-prebuilt.sh).
+# Cuts for a short budget: S38_NAMES, S38_ROUNDS, S38_TORCH=0, S38_ROUND_MIN, S38_ROUND_SLACK, AB_SHAPES, AB_TESTS (device-ab-prebuilt.sh).
 source "$(dirname "$0")/device-call.sh"
 nvidia-smi --query-gpu=name,clocks.max.sm,power.limit --format=csv,noheader
 OUT=$OUT/ab BUDGET_S=$(( $(left) - 5 )) AB_BIN=.abbin2 AB_NAMES="${S38_NAMES:-fg both main}" AB_ROUNDS=${S38_ROUNDS:-2} \
-  AB_ALTERNATE=1 AB_REF=round AB_TORCH=${S38_TORCH:-first} AB_ROUTING=balanced,zipf1 AB_BENCH_ARGS=--warmup-seconds=1 AB_ROUND_MIN=50 \
-  AB_ROUND_SLACK=30 bash ci/device-ab-prebuilt.sh
+  AB_ALTERNATE=1 AB_REF=round AB_TORCH=${S38_TORCH:-first} AB_ROUTING=balanced,zipf1 AB_BENCH_ARGS=--warmup-seconds=1 AB_ROUND_MIN=${S38_ROUND_MIN:-50} \
+  AB_ROUND_SLACK=${S38_ROUND_SLACK:-30} bash ci/device-ab-prebuilt.sh
 step done
