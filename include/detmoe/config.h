@@ -39,9 +39,9 @@ struct LayerConfig {
   int32_t comm_sms = 0;
   // Rows per GEMM band, the overlap granularity between GEMM1 and GEMM2: the tile order walks
   // max(1, overlap_rows / 128) m-blocks of 128 rows before the next column block, so those rows
-  // finish GEMM1 together and their GEMM2 can start. 0 = 16 m-blocks forward, 32 for the
-  // backward's data-grad tiles and 8 for its weight-gradient tiles (the GEMM core's band); a value
-  // sets them all.
+  // finish GEMM1 together and their GEMM2 can start. 0 = 16 m-blocks for the forward's GEMM1
+  // tiles and 8 for its GEMM2 tiles, 32 for the backward's data-grad tiles and 8 for its
+  // weight-gradient tiles (the GEMM core's band); a value sets them all.
   int32_t overlap_rows = 0;
   // Rows each rank's receive buffer holds; 0 = the worst case P·T·min(k, E/P), which can never
   // overflow. A smaller cap is checked against the plan before any write.

@@ -129,6 +129,7 @@ Status Layer::forward(const LayerForwardArgs& args, cudaStream_t stream) {
   p.store_h = m.config.save_h ? 1 : 0;
   p.comm_ctas_per_rank = mk::comm_ctas_per_rank(m.config, sh.P);
   p.fwd_band_mblocks = mk::forward_band_mblocks(m.config);
+  p.down_band_mblocks = mk::forward_down_band_mblocks(m.config);
   p.dgrad_band_mblocks = mk::data_grad_band_mblocks(m.config);
   p.wgrad_band_mblocks = mk::weight_grad_band_mblocks(m.config);
   p.timeout_ns = static_cast<long long>(m.config.spin_timeout_ms) * 1000000ll;

@@ -92,6 +92,10 @@ int32_t band_or_default(const LayerConfig& config, int32_t default_mblocks) {
 
 int32_t forward_band_mblocks(const LayerConfig& config) { return band_or_default(config, kDefaultForwardBandMBlocks); }
 
+int32_t forward_down_band_mblocks(const LayerConfig& config) {
+  return band_or_default(config, kDefaultForwardDownBandMBlocks);
+}
+
 int32_t data_grad_band_mblocks(const LayerConfig& config) {
   return band_or_default(config, kDefaultDataGradBandMBlocks);
 }

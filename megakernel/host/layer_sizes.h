@@ -49,9 +49,11 @@ StatusOr<LayerSizes> layer_sizes(const Shape& shape, const LayerConfig& config, 
 // The scheduling knobs as the kernel reads them (LayerParams). They move tasks between CTAs and
 // in time, never a bit (DESIGN.md D1).
 // m-blocks per GEMM band: overlap_rows / 128 (at least 1), or for 0 the tiles' default
-// (kDefaultForwardBandMBlocks forward, kDefaultDataGradBandMBlocks for the backward's data-grad
-// tiles, kDefaultWeightGradBandMBlocks for its weight-gradient tiles).
+// (kDefaultForwardBandMBlocks for the forward's GEMM1 tiles, kDefaultForwardDownBandMBlocks for
+// its GEMM2 tiles, kDefaultDataGradBandMBlocks for the backward's data-grad tiles,
+// kDefaultWeightGradBandMBlocks for its weight-gradient tiles).
 int32_t forward_band_mblocks(const LayerConfig& config);
+int32_t forward_down_band_mblocks(const LayerConfig& config);
 int32_t data_grad_band_mblocks(const LayerConfig& config);
 int32_t weight_grad_band_mblocks(const LayerConfig& config);
 // CTAs each rank slice asks for data movement: ⌈comm_sms / P⌉ (0: none). The device keeps at

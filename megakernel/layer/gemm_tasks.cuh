@@ -61,14 +61,16 @@ DETMOE_DEVICE GemmTask describe_gemm_task(const LayerParams& p, const Task& task
   const int32_t n_cols = gemm1 ? (routed ? p.F : p.Fs) : p.H;
   // Band order, bands cut inside each expert: a routed phase's tasks are numbered expert by
   // expert (expert e's mb_e m-blocks × n_blocks tiles at [A_e·n_blocks, A_{e+1}·n_blocks), A the
-  // rank's m-block offsets), and inside an expert in bands of ≤ fwd_band_mblocks m-blocks (m
-  // fastest, gemm::balanced_band_coords). The tasks that share an expert's weight panel are then
+  // rank's m-block offsets), and inside an expert in bands of ≤ fwd_band_mblocks m-blocks for
+  // GEMM1, down_band_mblocks for GEMM2 (m fastest, gemm::balanced_band_coords). The tasks that
+  // share an expert's weight panel are then
   // consecutive — running at once on neighbouring CTAs, one HBM read in L2 for all of them — and
   // no panel is split between two bands: a band crossing an expert boundary read the straddling
   // expert's panels twice (ncu, gpt-oss: ≈ 14 GB from HBM per launch for 6.4 GB of weights).
   // A band's m-blocks finish GEMM1 together, after which their GEMM2 tiles can start
   // (LayerConfig::overlap_rows). Only the order moves, never a bit.
   const int32_t n_blocks = div_up(n_cols, width);
+  const int32_t band = gemm1 ? p.fwd_band_mblocks : p.down_band_mblocks;
   int32_t row_block, col0;
   g.out_cols = n_cols;
   g.tile.up_row = -1;
@@ -81,7 +83,7 @@ DETMOE_DEVICE GemmTask describe_gemm_task(const LayerParams& p, const Task& task
     const int32_t e_mblock0 = __ldcg(p.ws.mblock_offset + e);
     const int32_t e_mblocks = __ldcg(p.ws.mblock_offset + e + 1) - e_mblock0;
     const gemm::BandCoords bc = gemm::balanced_band_coords(
-        task.index - (e_mblock0 - list.mblock_first()) * n_blocks, e_mblocks, n_blocks, p.fwd_band_mblocks);
+        task.index - (e_mblock0 - list.mblock_first()) * n_blocks, e_mblocks, n_blocks, band);
     row_block = e_mblock0 - list.mblock_first() + bc.m_block;
     col0 = bc.n_block * width;
     g.tile.col0 = col0;
@@ -120,7 +122,7 @@ DETMOE_DEVICE GemmTask describe_gemm_task(const LayerParams& p, const Task& task
       g.wait_site = {task.id, CounterKind::kGemm1Done, static_cast<uint32_t>(r), row_block};
     }
   } else {
-    const gemm::BandCoords bc = gemm::band_coords(task.index, p.token_mblocks, n_blocks, p.fwd_band_mblocks);
+    const gemm::BandCoords bc = gemm::band_coords(task.index, p.token_mblocks, n_blocks, band);
     row_block = bc.m_block;
     col0 = bc.n_block * width;
     g.tile.col0 = col0;

@@ -47,6 +47,13 @@ inline constexpr int kPlanBarriers = 3;
 // ≤ 8 m-blocks per expert are unchanged.
 inline constexpr int32_t kDefaultWeightGradBandMBlocks = 8;
 inline constexpr int32_t kDefaultForwardBandMBlocks = 16;
+// The forward's GEMM2 (down projection) tiles walk 8: they run after every GEMM1 tile is taken,
+// at uneven start times (GEMM1's 64-k-block tiles end wherever they end), so the tiles that share
+// an operand meet in L2 only if they run near each other in ticket order. mixtral-8x7b's band of
+// 16–17 m-blocks of a (F = 14,336: 62 MB) is more than the L2 holds, and each of its m-blocks is
+// read by 16 tiles 17 tickets apart; a band of 8 (29 MB) stays in L2 while the W_down panels
+// stream (perf/tile_drift_dram.py --spread 1: 8.2 → 2.4 GB; docs/PERF.md session 37).
+inline constexpr int32_t kDefaultForwardDownBandMBlocks = 8;
 inline constexpr int32_t kDefaultDataGradBandMBlocks = 32;
 
 // CTAs of a rank slice of `slice_size` CTAs that run only dispatch and weighted-sum tasks, for
@@ -129,9 +136,10 @@ struct LayerParams {
   int32_t store_h;
   // Scheduling knobs (LayerConfig; they change who runs a task and when, never a bit):
   int32_t comm_ctas_per_rank;  // ⌈comm_sms / P⌉, 0 = no CTA dedicated to data movement
-  // m-blocks per GEMM band (≥ 1), from overlap_rows: forward tiles, the backward's data-grad
-  // tiles (da, dx) and its weight-gradient tiles.
+  // m-blocks per GEMM band (≥ 1), from overlap_rows: forward GEMM1 and GEMM2 tiles, the
+  // backward's data-grad tiles (da, dx) and its weight-gradient tiles.
   int32_t fwd_band_mblocks;
+  int32_t down_band_mblocks;
   int32_t dgrad_band_mblocks;
   int32_t wgrad_band_mblocks;
   long long timeout_ns;

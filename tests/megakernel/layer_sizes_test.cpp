@@ -232,19 +232,23 @@ TEST(LayerSchedule, PlanChunkTokensFillTheGridInOneWave) {
     }
 }
 
-// LayerConfig::overlap_rows → m-blocks per GEMM band (LayerParams::fwd_band_mblocks, dgrad_band_mblocks, wgrad_band_mblocks).
+// LayerConfig::overlap_rows → m-blocks per GEMM band (LayerParams::fwd_band_mblocks, down_band_mblocks,
+// dgrad_band_mblocks, wgrad_band_mblocks).
 TEST(LayerSchedule, BandMBlocksFollowOverlapRows) {
   LayerConfig c;
   EXPECT_EQ(weight_grad_band_mblocks(c), kDefaultWeightGradBandMBlocks);  // 0: the GEMM core's band for weight-gradient tiles,
   EXPECT_EQ(forward_band_mblocks(c), kDefaultForwardBandMBlocks);  // whole 2048-row experts forward
   EXPECT_EQ(data_grad_band_mblocks(c), kDefaultDataGradBandMBlocks);  // and 32 for the backward's da / dx
+  EXPECT_EQ(forward_down_band_mblocks(c), kDefaultForwardDownBandMBlocks);  // 8 for the forward's GEMM2
   EXPECT_EQ(kDefaultForwardBandMBlocks, 16);
+  EXPECT_EQ(kDefaultForwardDownBandMBlocks, 8);
   EXPECT_EQ(kDefaultDataGradBandMBlocks, 32);
   for (auto [rows, mblocks] : {std::pair{1, 1}, std::pair{64, 1}, std::pair{127, 1}, std::pair{128, 1},
                                std::pair{256, 2}, std::pair{300, 2}, std::pair{1024, 8}, std::pair{4096, 32}}) {
     c.overlap_rows = rows;
     EXPECT_EQ(weight_grad_band_mblocks(c), mblocks) << "overlap_rows " << rows;
     EXPECT_EQ(forward_band_mblocks(c), mblocks) << "overlap_rows " << rows;  // a set value holds everywhere
+    EXPECT_EQ(forward_down_band_mblocks(c), mblocks) << "overlap_rows " << rows;
     EXPECT_EQ(data_grad_band_mblocks(c), mblocks) << "overlap_rows " << rows;
   }
 }
