@@ -92,6 +92,12 @@ DETMOE_DEVICE CtaRole bwd_cta_role(const BackwardParams& bp) {
   return {slice.rank, (comm > 0 ? kBwdGemmPhases : kBwdAllPhases) & ~bp.later_phases};
 }
 
+// CTAs that take GEMM tickets from this CTA's (rank, role) counter: the slice less its data-movement CTAs.
+DETMOE_DEVICE int32_t bwd_gemm_role_ctas(const BackwardParams& bp) {
+  const RankSlice slice = rank_slice(bp.f.P);
+  return slice.size - comm_ctas_in_slice(bp.f.comm_ctas_per_rank, slice.size);
+}
+
 struct BwdTask {
   BwdPhase phase;
   int32_t index;  // within the phase
@@ -114,6 +120,13 @@ class BackwardTaskList {
     return n;
   }
   DETMOE_DEVICE int32_t mblock_first() const { return mblock_first_; }
+  // The list number of phase ph's first task, and its task count (0 outside the phase set).
+  DETMOE_DEVICE int32_t first_of(BwdPhase ph) const {
+    int32_t n = 0;
+    for (int i = 0; i < static_cast<int>(ph); ++i) n += count(i);
+    return n;
+  }
+  DETMOE_DEVICE int32_t count_of(BwdPhase ph) const { return count(static_cast<int>(ph)); }
 
   DETMOE_DEVICE BwdTask at(int32_t i) const {
     int32_t ph = 0;
