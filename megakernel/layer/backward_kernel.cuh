@@ -30,6 +30,7 @@
 #include "megakernel/layer/task_ring.cuh"
 #include "megakernel/layer/tile_epilogues.cuh"
 #include "megakernel/layer/trace.cuh"
+#include "megakernel/layer/wave_gate.cuh"
 #include "megakernel/ptx/common.cuh"
 
 namespace detmoe::mk {
@@ -65,56 +66,9 @@ DETMOE_DEVICE bool backward_start(const LayerParams& p, const LaunchContext& ctx
   return *flag != 0;
 }
 
-// dx tiles in step. A dx tile of a long K (mixtral-8x7b: 2F = 28,672, 448 k-blocks, ≈ 300 µs)
-// reads a 7 MB dh panel and a 15 MB W_gate_up panel that its neighbours in ticket order share;
-// they meet in L2 only while they run the same k-blocks at about the same time. Tickets start
-// them in order, but once the CTAs' tiles end at uneven times the sharers drift apart by up to a
-// tile, and the launch reads its operands several times from HBM (the GEMM core's static deal
-// read mixtral-8x7b's dx 1.8× over; a gate at every wave took it to the lockstep figure: docs/PERF.md
-// session 37). So before a dx tile of wave w ≥ 1 (its dx ticket / the role's CTAs), with its
-// own next ticket taken, the producer waits until every CTA of the role has started its wave-w
-// tile — the counter holds all of wave w + 1's tickets (each CTA takes its next ticket as its
-// current tile starts). Only while wave w + 1 is still dx tickets (dx tiles wait only on da
-// tiles, never on each other, so the tickets it waits for come), only for tiles of at least
-// kDxGateMinKBlocks k-blocks (short tiles lose more to the wait than drift costs them), and a
-// wait longer than kGiveUpNs stops the gate for this CTA: it orders nothing bits depend on.
-class DxWaveGate {
- public:
-  static constexpr int32_t kDxGateMinKBlocks = 256;
-  static constexpr unsigned long long kGiveUpNs = 200'000;
-
-  DETMOE_DEVICE DxWaveGate(const BackwardTaskList& list, int32_t ctas, const unsigned int* tickets, int32_t k_blocks)
-      : tickets_(tickets),
-        first_(list.first_of(BwdPhase::kDgrad2)),
-        end_(first_ + list.count_of(BwdPhase::kDgrad2)),
-        ctas_(ctas),
-        on_(ctas > 1 && k_blocks >= kDxGateMinKBlocks) {}
-
-  // Before list task i's loads (a dx task; its successor's ticket already taken).
-  DETMOE_DEVICE void before(int32_t i) {
-    if (!on_) return;
-    const int32_t wave = (i - first_) / ctas_;
-    if (wave == 0) return;
-    const int64_t target = first_ + static_cast<int64_t>(wave + 2) * ctas_;
-    if (target > end_) {  // wave + 1 runs past the dx tickets: no more gates
-      on_ = false;
-      return;
-    }
-    const unsigned long long start = globaltimer_ns();
-    while (static_cast<int64_t>(ld_relaxed_u32(tickets_)) < target) {
-      if (globaltimer_ns() - start > kGiveUpNs) {
-        on_ = false;
-        return;
-      }
-      __nanosleep(32);
-    }
-  }
-
- private:
-  const unsigned int* tickets_;
-  int32_t first_, end_, ctas_;
-  bool on_;
-};
+// The dx tiles of ≥ kDxGateMinKBlocks k-blocks (mixtral-8x7b's 448 only of the four named shapes)
+// in step, wave by wave (wave_gate.cuh).
+inline constexpr int32_t kDxGateMinKBlocks = 256;
 
 DETMOE_DEVICE void run_bwd_producer(const BackwardParams& bp, const LaunchContext& ctx, const Smem& smem,
                                     const Pipe& pipe, TaskRing<NoDescription> ring, RowTable& table) {
@@ -132,7 +86,8 @@ DETMOE_DEVICE void run_bwd_producer(const BackwardParams& bp, const LaunchContex
   // load. The CTA still runs its tasks in increasing number, and a held ticket's task waits only on
   // lower numbers, each held by a CTA that runs it after tasks of still lower numbers: the
   // no-deadlock argument (task_ring.cuh) is unchanged.
-  DxWaveGate gate(list, bwd_gemm_role_ctas(bp), tickets, 2 * p.F / Cfg::kBlockK);
+  WaveGate gate(tickets, list.first_of(BwdPhase::kDgrad2), list.count_of(BwdPhase::kDgrad2), gemm_role_ctas(p),
+                /*ahead=*/1, 2 * p.F / Cfg::kBlockK >= kDxGateMinKBlocks);
   int32_t next = take_ticket(tickets, total);
   for (;;) {
     const int32_t i = next;

@@ -92,11 +92,6 @@ DETMOE_DEVICE CtaRole bwd_cta_role(const BackwardParams& bp) {
   return {slice.rank, (comm > 0 ? kBwdGemmPhases : kBwdAllPhases) & ~bp.later_phases};
 }
 
-// CTAs that take GEMM tickets from this CTA's (rank, role) counter: the slice less its data-movement CTAs.
-DETMOE_DEVICE int32_t bwd_gemm_role_ctas(const BackwardParams& bp) {
-  const RankSlice slice = rank_slice(bp.f.P);
-  return slice.size - comm_ctas_in_slice(bp.f.comm_ctas_per_rank, slice.size);
-}
 
 struct BwdTask {
   BwdPhase phase;

@@ -33,6 +33,7 @@
 #include "megakernel/layer/task_list.cuh"
 #include "megakernel/layer/task_ring.cuh"
 #include "megakernel/layer/trace.cuh"
+#include "megakernel/layer/wave_gate.cuh"
 #include "megakernel/ptx/common.cuh"
 #include "megakernel/ptx/tma.cuh"
 
@@ -55,6 +56,11 @@ static_assert(kDispatchBarrierOffset >= detmoe::kMaxExperts * 4 && kDispatchPiec
 inline constexpr uint32_t kLayerProducerRegisters = 80;
 inline constexpr uint32_t kLayerConsumerRegisters = 208;
 
+// GEMM1 tiles of ≥ kGemm1GateMinKBlocks k-blocks (deepseek-v3's 112 of the named shapes: the GEMM
+// core's gate at every wave took its up-projection −2.5 % and −7 % J, docs/PERF.md session 37) in
+// step, wave by wave (wave_gate.cuh).
+inline constexpr int32_t kGemm1GateMinKBlocks = 96;
+
 // The producer thread: takes the CTA's tasks (tickets, task_ring.cuh), hands each to the
 // consumers, and streams the GEMM tasks' k-blocks.
 DETMOE_DEVICE void run_producer_tasks(const LayerParams& p, const LaunchContext& ctx, const Smem& smem,
@@ -67,6 +73,9 @@ DETMOE_DEVICE void run_producer_tasks(const LayerParams& p, const LaunchContext&
   Stage st;
   bool aborted = false;
   RowTableLoader tables(table);
+  // The producer takes a ticket only as it starts the tile: none ahead.
+  WaveGate gate(tickets, list.first_of(Phase::kGemm1), list.count_of(Phase::kGemm1), gemm_role_ctas(p), /*ahead=*/0,
+                p.H / Cfg::kBlockK >= kGemm1GateMinKBlocks);
   for (;;) {
     const int32_t i = take_ticket(tickets, total);
     if (i < 0) {
@@ -88,6 +97,7 @@ DETMOE_DEVICE void run_producer_tasks(const LayerParams& p, const LaunchContext&
       // Rows written by generic stores (dispatch) or other CTAs' TMA stores are read by TMA next.
       fence_proxy_async_global();
     }
+    if (!aborted) gate.before(i);
     if (g.epilogue != TileEpilogue::kScatterRows) {
       produce_tile(g.tile, smem, pipe, st, aborted);
       continue;

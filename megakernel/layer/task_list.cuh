@@ -89,6 +89,13 @@ DETMOE_DEVICE CtaRole cta_role(const LayerParams& p) {
   return {slice.rank, comm > 0 ? kGemmPhases : kAllPhases};
 }
 
+// CTAs that take GEMM tickets from a GEMM CTA's (rank, role) counter: the slice less its
+// data-movement CTAs (the forward's and the backward's roles split the slice alike).
+DETMOE_DEVICE int32_t gemm_role_ctas(const LayerParams& p) {
+  const RankSlice slice = rank_slice(p.P);
+  return slice.size - comm_ctas_in_slice(p.comm_ctas_per_rank, slice.size);
+}
+
 struct Task {
   Phase phase;
   int32_t index;  // within the phase
@@ -113,6 +120,13 @@ class TaskList {
     return n;
   }
   DETMOE_DEVICE int32_t mblock_first() const { return mblock_first_; }
+  // The list number of phase ph's first task, and its task count (0 outside the phase set).
+  DETMOE_DEVICE int32_t first_of(Phase ph) const {
+    int32_t n = 0;
+    for (int i = 0; i < static_cast<int>(ph); ++i) n += count(i);
+    return n;
+  }
+  DETMOE_DEVICE int32_t count_of(Phase ph) const { return count(static_cast<int>(ph)); }
 
   // Task number i of the list (0 ≤ i < total()).
   DETMOE_DEVICE Task at(int32_t i) const {

@@ -64,6 +64,24 @@ TEST(MegakernelD1, SmCountsAndKnobsGiveIdenticalBits) {
   }
 }
 
+// The GEMM1 wave gate (forward_kernel.cuh, wave_gate.cuh) holds producers back, never a bit. It
+// engages for GEMM1 tiles of at least 96 k-blocks (H = 6144: 96) with two or more waves of them:
+// this shape's 32 GEMM1 tiles (16 m-blocks × 2 column blocks of F) are 4 waves at num_sms 8, 6
+// with 2 of the 8 CTAs moving data, 7 at 5, and one at the full grid (no gate).
+TEST(MegakernelD1, GatedLongKGemm1TilesGiveIdenticalBits) {
+  DETMOE_REQUIRE_GPU();
+  const Shape shape{1024, 6144, 256, 2, 2, 1, 0};
+  const Routing r = make_routing(shape, "balanced", 37);
+  const auto full = run_megakernel_once(shape, r, 37);
+  ASSERT_FALSE(full.empty());
+  for (auto [n, comm] : {std::pair{8, 0}, std::pair{8, 2}, std::pair{5, 0}}) {
+    LayerConfig c;
+    c.num_sms = n;
+    c.comm_sms = comm;
+    EXPECT_TRUE(bitwise_equal(run_megakernel_once(shape, r, 37, c), full)) << "num_sms " << n << " comm_sms " << comm;
+  }
+}
+
 TEST(MegakernelD2, LoopbackEpSizesGiveIdenticalBits) {
   DETMOE_REQUIRE_GPU();
   const Shape global{1024, 256, 128, 16, 4, 1, 64};

@@ -1,0 +1,61 @@
+// Long-K GEMM tiles of one phase in step, wave by wave.
+//
+// A tile of a long K (mixtral-8x7b's dx: 448 k-blocks, ≈ 300 µs; deepseek-v3's GEMM1: 112) reads
+// operand panels that its neighbours in ticket order share; they meet in L2 only while they run
+// the same k-blocks at about the same time. Tickets start them in order, but once the CTAs' tiles
+// end at uneven times the sharers drift apart by up to a tile and the launch reads its operands
+// several times from HBM (the GEMM core's static deal read mixtral-8x7b's dx 1.8× over; a gate at
+// every wave took it to the lockstep figure: docs/PERF.md session 37). So before a tile of wave
+// w ≥ 1 of the phase (its ticket less the phase's first, over the role's CTAs), the producer waits
+// until every CTA of the role has taken its wave-w ticket: the counter holds all of wave w's
+// tickets plus the `ahead` tickets per CTA that producers take before their tile's loads (the
+// backward takes its next ticket as a tile starts: 1; the forward only at the next tile: 0).
+// Only while the awaited tickets are the phase's own (its tiles wait on earlier phases only,
+// never on each other, so the awaited tickets come), and a wait longer than kGiveUpNs stops the
+// gate for this CTA: it orders nothing bits depend on.
+#pragma once
+
+#include <cstdint>
+
+#include "megakernel/layer/sync.cuh"
+#include "megakernel/ptx/common.cuh"
+
+namespace detmoe::mk {
+
+class WaveGate {
+ public:
+  static constexpr unsigned long long kGiveUpNs = 200'000;
+
+  // The phase's tickets are [first, first + count) of `tickets`, taken by `ctas` CTAs; `on` says
+  // whether its tiles are long enough to gate (short tiles lose more to the wait than drift costs).
+  DETMOE_DEVICE WaveGate(const unsigned int* tickets, int32_t first, int32_t count, int32_t ctas, int32_t ahead,
+                         bool on)
+      : tickets_(tickets), first_(first), end_(first + count), ctas_(ctas), ahead_(ahead), on_(on && ctas > 1) {}
+
+  // Before the loads of list task i, a task of the phase.
+  DETMOE_DEVICE void before(int32_t i) {
+    if (!on_ || i < first_ || i >= end_) return;
+    const int32_t wave = (i - first_) / ctas_;
+    if (wave == 0) return;
+    const int64_t target = first_ + static_cast<int64_t>(wave + 1 + ahead_) * ctas_;
+    if (target > end_) {  // the awaited tickets run past the phase: no more gates
+      on_ = false;
+      return;
+    }
+    const unsigned long long start = globaltimer_ns();
+    while (static_cast<int64_t>(ld_relaxed_u32(tickets_)) < target) {
+      if (globaltimer_ns() - start > kGiveUpNs) {
+        on_ = false;
+        return;
+      }
+      __nanosleep(32);
+    }
+  }
+
+ private:
+  const unsigned int* tickets_;
+  int32_t first_, end_, ctas_, ahead_;
+  bool on_;
+};
+
+}  // namespace detmoe::mk
