@@ -86,8 +86,7 @@ DETMOE_DEVICE void run_bwd_producer(const BackwardParams& bp, const LaunchContex
   // load. The CTA still runs its tasks in increasing number, and a held ticket's task waits only on
   // lower numbers, each held by a CTA that runs it after tasks of still lower numbers: the
   // no-deadlock argument (task_ring.cuh) is unchanged.
-  WaveGate gate(tickets, list.first_of(BwdPhase::kDgrad2), list.count_of(BwdPhase::kDgrad2), gemm_role_ctas(p),
-                /*ahead=*/1, 2 * p.F / Cfg::kBlockK >= kDxGateMinKBlocks);
+  WaveGate</*kAhead=*/1> gate(2 * p.F / Cfg::kBlockK >= kDxGateMinKBlocks);
   int32_t next = take_ticket(tickets, total);
   for (;;) {
     const int32_t i = next;
@@ -121,7 +120,8 @@ DETMOE_DEVICE void run_bwd_producer(const BackwardParams& bp, const LaunchContex
     }
     // A dx tile: its row table along with its k-blocks, as the forward's GEMM2 (the tables are the
     // forward's, written before this launch).
-    if (!aborted) gate.before(i);
+    if (!aborted)
+      gate.before(tickets, i, list.first_of(BwdPhase::kDgrad2), list.count_of(BwdPhase::kDgrad2), gemm_role_ctas(p));
     const int32_t table_after = RowTableLoader::load_kblock(g.tile.k_blocks);
     const int32_t rows = min(kRowsPerMBlock, g.c_end - g.c_row);
     produce_bwd_tile(g.tile, smem, pipe, st, aborted, [&](int32_t kb) {

@@ -51,10 +51,12 @@ static_assert(kDispatchBarrierOffset >= detmoe::kMaxExperts * 4 && kDispatchPiec
 // so producer + 2·consumer ≤ 3·168 = 504 or setmaxnreg.inc cannot be granted. The producer walks
 // the task list, waits on counters with timeouts and fills the task ring's descriptions: it
 // spilled with 64 (and with 72) once it wrote the description the consumers take from the ring
-// (session 16); with 80 it does not, and the consumers fit in 208 (80 + 2·208 = 496; ptxas -v:
-// 0 bytes spill, no C7514/C7515 — checked with nvcc 13.0).
-inline constexpr uint32_t kLayerProducerRegisters = 80;
+// (session 16); with 80 it did not, until the GEMM1 wave gate (wave_gate.cuh) added 16 spill
+// instructions in its setup and routed-GEMM2 path (perf/sass_local.py); with 88 it has none, and
+// the consumers fit in 208 (88 + 2·208 = 504; 0 spill instructions — checked with nvcc 13.0).
+inline constexpr uint32_t kLayerProducerRegisters = 88;
 inline constexpr uint32_t kLayerConsumerRegisters = 208;
+static_assert(kLayerProducerRegisters + 2 * kLayerConsumerRegisters <= 3 * 168, "setmaxnreg.inc needs the pool the launch gave");
 
 // GEMM1 tiles of ≥ kGemm1GateMinKBlocks k-blocks (deepseek-v3's 112 of the named shapes: the GEMM
 // core's gate at every wave took its up-projection −2.5 % and −7 % J, docs/PERF.md session 37) in
@@ -74,8 +76,7 @@ DETMOE_DEVICE void run_producer_tasks(const LayerParams& p, const LaunchContext&
   bool aborted = false;
   RowTableLoader tables(table);
   // The producer takes a ticket only as it starts the tile: none ahead.
-  WaveGate gate(tickets, list.first_of(Phase::kGemm1), list.count_of(Phase::kGemm1), gemm_role_ctas(p), /*ahead=*/0,
-                p.H / Cfg::kBlockK >= kGemm1GateMinKBlocks);
+  WaveGate</*kAhead=*/0> gate(p.H / Cfg::kBlockK >= kGemm1GateMinKBlocks);
   for (;;) {
     const int32_t i = take_ticket(tickets, total);
     if (i < 0) {
@@ -97,7 +98,8 @@ DETMOE_DEVICE void run_producer_tasks(const LayerParams& p, const LaunchContext&
       // Rows written by generic stores (dispatch) or other CTAs' TMA stores are read by TMA next.
       fence_proxy_async_global();
     }
-    if (!aborted) gate.before(i);
+    if (!aborted && task.phase == Phase::kGemm1)
+      gate.before(tickets, i, list.first_of(Phase::kGemm1), list.count_of(Phase::kGemm1), gemm_role_ctas(p));
     if (g.epilogue != TileEpilogue::kScatterRows) {
       produce_tile(g.tile, smem, pipe, st, aborted);
       continue;

@@ -22,28 +22,31 @@
 
 namespace detmoe::mk {
 
+// kAhead: the tickets a producer holds beyond its tile when it reaches the gate. The gate keeps
+// one flag: the phase's bounds are recomputed at each gated tile from the kernel parameters
+// (constant memory), as the producers have few registers to spare (forward_kernel.cuh: 88).
+template <int32_t kAhead>
 class WaveGate {
  public:
   static constexpr unsigned long long kGiveUpNs = 200'000;
 
-  // The phase's tickets are [first, first + count) of `tickets`, taken by `ctas` CTAs; `on` says
-  // whether its tiles are long enough to gate (short tiles lose more to the wait than drift costs).
-  DETMOE_DEVICE WaveGate(const unsigned int* tickets, int32_t first, int32_t count, int32_t ctas, int32_t ahead,
-                         bool on)
-      : tickets_(tickets), first_(first), end_(first + count), ctas_(ctas), ahead_(ahead), on_(on && ctas > 1) {}
+  // `on`: whether the phase's tiles are long enough to gate (short tiles lose more to the wait
+  // than drift costs them).
+  DETMOE_DEVICE explicit WaveGate(bool on) : on_(on) {}
 
-  // Before the loads of list task i, a task of the phase.
-  DETMOE_DEVICE void before(int32_t i) {
-    if (!on_ || i < first_ || i >= end_) return;
-    const int32_t wave = (i - first_) / ctas_;
+  // Before the loads of list task i, when the phase's tickets are [first, first + count) of
+  // `tickets`, taken by `ctas` CTAs.
+  DETMOE_DEVICE void before(const unsigned int* tickets, int32_t i, int32_t first, int32_t count, int32_t ctas) {
+    if (!on_ || ctas < 2 || i < first || i >= first + count) return;
+    const int32_t wave = (i - first) / ctas;
     if (wave == 0) return;
-    const int64_t target = first_ + static_cast<int64_t>(wave + 1 + ahead_) * ctas_;
-    if (target > end_) {  // the awaited tickets run past the phase: no more gates
+    const int64_t target = first + static_cast<int64_t>(wave + 1 + kAhead) * ctas;
+    if (target > first + count) {  // the awaited tickets run past the phase: no more gates
       on_ = false;
       return;
     }
     const unsigned long long start = globaltimer_ns();
-    while (static_cast<int64_t>(ld_relaxed_u32(tickets_)) < target) {
+    while (static_cast<int64_t>(ld_relaxed_u32(tickets)) < target) {
       if (globaltimer_ns() - start > kGiveUpNs) {
         on_ = false;
         return;
@@ -53,8 +56,6 @@ class WaveGate {
   }
 
  private:
-  const unsigned int* tickets_;
-  int32_t first_, end_, ctas_, ahead_;
   bool on_;
 };
 
