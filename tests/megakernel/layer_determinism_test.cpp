@@ -71,15 +71,8 @@ TEST(MegakernelD1, SmCountsAndKnobsGiveIdenticalBits) {
 TEST(MegakernelD1, GatedLongKGemm1TilesGiveIdenticalBits) {
   DETMOE_REQUIRE_GPU();
   const Shape shape{1024, 6144, 256, 2, 2, 1, 0};
-  const Routing r = make_routing(shape, "balanced", 37);
-  const auto full = run_megakernel_once(shape, r, 37);
-  ASSERT_FALSE(full.empty());
-  for (auto [n, comm] : {std::pair{8, 0}, std::pair{8, 2}, std::pair{5, 0}}) {
-    LayerConfig c;
-    c.num_sms = n;
-    c.comm_sms = comm;
-    EXPECT_TRUE(bitwise_equal(run_megakernel_once(shape, r, 37, c), full)) << "num_sms " << n << " comm_sms " << comm;
-  }
+  testing::expect_configs_keep_bits(shape, make_routing(shape, "balanced", 37), 37,
+                                    {testing::grid_config(8), testing::grid_config(8, 2), testing::grid_config(5)});
 }
 
 TEST(MegakernelD2, LoopbackEpSizesGiveIdenticalBits) {

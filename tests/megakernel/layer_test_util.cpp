@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "detmoe/numeric.h"
+#include "gpu_problem.h"
 
 namespace detmoe::testing {
 
@@ -99,6 +100,23 @@ std::vector<NamedTensor> run_megakernel_once(const Shape& s, const Routing& r, u
   auto out = (*c)->run(backward);
   EXPECT_TRUE(out.ok()) << out.status().to_string();
   return out.ok() ? *out : std::vector<NamedTensor>{};
+}
+
+LayerConfig grid_config(int num_sms, int comm_sms) {
+  LayerConfig c;
+  c.num_sms = num_sms;
+  c.comm_sms = comm_sms;
+  return c;
+}
+
+void expect_configs_keep_bits(const Shape& s, const Routing& r, uint64_t seed, const std::vector<LayerConfig>& configs,
+                              bool backward) {
+  const auto full = run_megakernel_once(s, r, seed, {}, backward);
+  ASSERT_FALSE(full.empty());
+  for (const LayerConfig& c : configs) {
+    EXPECT_TRUE(bitwise_equal(run_megakernel_once(s, r, seed, c, backward), full))
+        << "num_sms " << c.num_sms << " comm_sms " << c.comm_sms;
+  }
 }
 
 std::vector<int64_t> token_permutation(int64_t T) {
