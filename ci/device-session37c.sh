@@ -1,18 +1,17 @@
 #!/usr/bin/env bash
-# Session 37's last call, short (≈ 200 s of the session's device time left): two ready changes
-# against main, measured first and tested after. Trees prebuilt here (carry .devdeps .abbin):
-# .abbin/main = main; .abbin/d8 = branch down-band (the forward's GEMM2 in bands of 8 m-blocks);
-# .abbin/dxg = branch dx-gate (the backward's long-K dx tiles gated per wave).
+# Session 37's last call, now the mechanism call behind ci/device-session38.sh (which times and
+# tests the same changes, combined, against main with the reference and alternated rounds).
+# Trees prebuilt here (carry .devdeps .abbin): .abbin/main = main; .abbin/d8 = branch down-band
+# (the forward's GEMM2 in bands of 8 m-blocks); .abbin/dxg = branch dx-gate (the backward's long-K
+# dx tiles gated per wave).
 # 1. ncu DRAM bytes and clock: d8's forward launch and dxg's backward launch against main's,
 #    mixtral-8x7b balanced (the shape both target);
-# 2. two alternating rounds: forward main / d8 and fwd+bwd main / dxg, mixtral-8x7b and deepseek-v3;
-# 3. bits: one custom problem whose dx tiles are gated (F 8192: 256 k-blocks; 512 dx tiles), every
-#    output of main and dxg compared byte for byte; then d8's and dxg's megakernel GPU tests.
-# 4. if time is left: the GEMM core's evict-first stores on the layer's dW_gate_up launches (branch
+# 2. bits: one custom problem whose dx tiles are gated (F 8192: 256 k-blocks; 512 dx tiles), every
+#    output of main and dxg compared byte for byte;
+# 3. if time is left: the GEMM core's evict-first stores on the layer's dW_gate_up launches (branch
 #    gemm-band 4e28b3e, .abbin/gate: detmoe_gemm_test + detmoe_perf_gemm) — their test, time and J,
 #    and ncu's DRAM bytes on mixtral-8x7b (plain: 5.1–5.7 GB read for 1.07 GB of operands).
 #   OUT=dir BUDGET_S=300 bash ci/device-session37c.sh
-# A cut for a nearly spent budget: ROUNDS=1 SHAPES=mixtral-8x7b CHECKS=0 (no bits, no tests).
 source "$(dirname "$0")/device-call.sh"
 use_prebuilt
 nvidia-smi --query-gpu=name,clocks.max.sm,power.limit --format=csv,noheader
@@ -25,20 +24,6 @@ kt main layer_forward_kernel
 kt d8 layer_forward_kernel
 kt main layer_backward_kernel
 kt dxg layer_backward_kernel
-bench() {  # TREE FILTER FILE
-  timeout $(( $(left) - 10 )) ".abbin/$1/detmoe_perf_layer" --impls=megakernel --routings=balanced \
-    --shapes="${SHAPES:-mixtral-8x7b,deepseek-v3}" --timed=20 --warmup-seconds=1 --benchmark_filter="$2" \
-    --benchmark_out="$OUT/$3.json" --benchmark_out_format=json >"$OUT/$3.log" 2>&1
-  echo "$3 exit $?"; python3 perf/bench_medians.py "$OUT/$3.json" 2>&1 | head -6
-}
-for round in $(seq 1 "${ROUNDS:-2}"); do
-  step "round $round ($(left) s left)"
-  [ "$(left)" -gt 70 ] || break
-  if [ "$round" = 1 ]; then fwd="main d8"; both="main dxg"; else fwd="d8 main"; both="dxg main"; fi
-  for tree in $fwd; do bench "$tree" '/fwd(/|$)' "fwd-$tree-r$round"; done
-  for tree in $both; do bench "$tree" '/fwd\+bwd(/|$)' "step-$tree-r$round"; done
-done
-[ "${CHECKS:-1}" = 1 ] || { step done; exit 0; }
 step "bits: main against dxg on a gated problem ($(left) s left)"
 problem="--T 2048 --H 4096 --F 8192 --E 4 --k 2 --seed 7"
 timeout 60 .abbin/main/detmoe run $problem --write-inputs /tmp/in.safetensors >"$OUT/bits.log" 2>&1
@@ -47,12 +32,6 @@ for tree in main dxg; do
     >>"$OUT/bits.log" 2>&1; echo "$tree run exit $?"
 done
 cmp /tmp/out-main.safetensors /tmp/out-dxg.safetensors && echo "bits: every output of dxg equals main's ($(stat -c %s /tmp/out-main.safetensors) bytes)"
-for tree in dxg d8; do
-  [ "$(left)" -gt 50 ] || break
-  step "$tree tests ($(left) s left)"
-  gtest_run "tests-$tree" $(( $(left) - 10 )) ".abbin/$tree/detmoe_layer_test" \
-    'Megakernel*:LayerTrace*:LayerSchedule*-*NamedShapes.MatchReference:*Property.Random*'
-done
 if [ -x .abbin/gate/detmoe_perf_gemm ] && [ "$(left)" -gt 60 ]; then
   step "evict-first stores on the weight gradients ($(left) s left)"
   gtest_run stream-tests 30 .abbin/gate/detmoe_gemm_test '*StreamStores*:*WaveGate*'
