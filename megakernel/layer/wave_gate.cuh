@@ -22,9 +22,14 @@
 
 namespace detmoe::mk {
 
+// The phase's tickets: [first, first + count) of the role's counter, taken by `ctas` CTAs.
+struct PhaseTickets {
+  int32_t first, count, ctas;
+};
+
 // kAhead: the tickets a producer holds beyond its tile when it reaches the gate. The gate keeps
-// one flag: the phase's bounds are recomputed at each gated tile from the kernel parameters
-// (constant memory), as the producers have few registers to spare (forward_kernel.cuh: 88).
+// one flag: the phase's bounds are computed from the kernel parameters (constant memory) only at a
+// tile the gate may hold, as the producers have few registers to spare (forward_kernel.cuh: 88).
 template <int32_t kAhead>
 class WaveGate {
  public:
@@ -34,10 +39,14 @@ class WaveGate {
   // than drift costs them).
   DETMOE_DEVICE explicit WaveGate(bool on) : on_(on) {}
 
-  // Before the loads of list task i, when the phase's tickets are [first, first + count) of
-  // `tickets`, taken by `ctas` CTAs.
-  DETMOE_DEVICE void before(const unsigned int* tickets, int32_t i, int32_t first, int32_t count, int32_t ctas) {
-    if (!on_ || ctas < 2 || i < first || i >= first + count) return;
+  // Before the loads of list task i, a task of the phase; `phase()` gives the phase's
+  // PhaseTickets, called only while the gate is on.
+  template <class PhaseBounds>
+  DETMOE_DEVICE void before(const unsigned int* tickets, int32_t i, PhaseBounds&& phase) {
+    if (!on_) return;
+    const PhaseTickets b = phase();
+    const int32_t first = b.first, count = b.count, ctas = b.ctas;
+    if (ctas < 2) return;
     const int32_t wave = (i - first) / ctas;
     if (wave == 0) return;
     const int64_t target = first + static_cast<int64_t>(wave + 1 + kAhead) * ctas;
