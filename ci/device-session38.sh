@@ -14,6 +14,9 @@
 # the rounds may run out of time); perf/acceptance_verdict.py over fg (others: offline, --tree).
 #   OUT=dir BUDGET_S=520 bash ci/device-session38.sh
 # Cuts for a short budget: S38_NAMES, S38_ROUNDS, S38_TORCH=0, S38_ROUND_MIN, S38_ROUND_SLACK, AB_SHAPES, AB_TESTS (device-ab-prebuilt.sh).
+# Other trees: S38_NAMES names any trees in .abbin2, the first with the test binaries (session 39's
+# landing check: S38_NAMES='land main', .abbin2/land = branch land's detmoe, detmoe_layer_test and
+# detmoe_perf_layer; docs/PERF.md "Session 39, end").
 source "$(dirname "$0")/device-call.sh"
 nvidia-smi --query-gpu=name,clocks.max.sm,power.limit --format=csv,noheader
 OUT=$OUT/ab BUDGET_S=$(( $(left) - 5 )) AB_BIN=.abbin2 AB_NAMES="${S38_NAMES:-fg both main}" AB_ROUNDS=${S38_ROUNDS:-2} \
