@@ -67,6 +67,10 @@ struct LayerTaskTrace {
   // The plan's record: the CTA's SM cycles from the launch's start to its last task (the SM
   // clock is cycles over that time); 0 otherwise.
   int64_t sm_cycles = 0;
+  // The plan's (or the backward start's) record: the long-K tiles the CTA's wave gate held until
+  // their wave had started (megakernel/layer/wave_gate.cuh), so a test can tell that it engaged;
+  // 0 otherwise.
+  int32_t gate_holds = 0;
   // GEMM tasks: the wgmma form (megakernel TileShape: 0 full, 1 split columns, 2 narrow, 3 half
   // rows).
   int32_t tile_shape = 0;

@@ -120,10 +120,10 @@ DETMOE_DEVICE void run_bwd_producer(const BackwardParams& bp, const LaunchContex
     }
     // A dx tile: its row table along with its k-blocks, as the forward's GEMM2 (the tables are the
     // forward's, written before this launch).
-    if (!aborted)
-      gate.before(tickets, i, [&] {
-        return PhaseTickets{list.first_of(BwdPhase::kDgrad2), list.count_of(BwdPhase::kDgrad2), gemm_role_ctas(p)};
-      });
+    if (!aborted && gate.before(tickets, i, [&] {
+          return PhaseTickets{list.first_of(BwdPhase::kDgrad2), list.count_of(BwdPhase::kDgrad2), gemm_role_ctas(p)};
+        }))
+      TaskTracer::gate_held(p);
     const int32_t table_after = RowTableLoader::load_kblock(g.tile.k_blocks);
     const int32_t rows = min(kRowsPerMBlock, g.c_end - g.c_row);
     produce_bwd_tile(g.tile, smem, pipe, st, aborted, [&](int32_t kb) {

@@ -98,10 +98,10 @@ DETMOE_DEVICE void run_producer_tasks(const LayerParams& p, const LaunchContext&
       // Rows written by generic stores (dispatch) or other CTAs' TMA stores are read by TMA next.
       fence_proxy_async_global();
     }
-    if (!aborted && task.phase == Phase::kGemm1)
-      gate.before(tickets, i, [&] {
-        return PhaseTickets{list.first_of(Phase::kGemm1), list.count_of(Phase::kGemm1), gemm_role_ctas(p)};
-      });
+    if (!aborted && task.phase == Phase::kGemm1 && gate.before(tickets, i, [&] {
+          return PhaseTickets{list.first_of(Phase::kGemm1), list.count_of(Phase::kGemm1), gemm_role_ctas(p)};
+        }))
+      TaskTracer::gate_held(p);
     if (g.epilogue != TileEpilogue::kScatterRows) {
       produce_tile(g.tile, smem, pipe, st, aborted);
       continue;

@@ -40,28 +40,30 @@ class WaveGate {
   DETMOE_DEVICE explicit WaveGate(bool on) : on_(on) {}
 
   // Before the loads of list task i, a task of the phase; `phase()` gives the phase's
-  // PhaseTickets, called only while the gate is on.
+  // PhaseTickets, called only while the gate is on. Returns whether the gate held the tile (waited
+  // for its wave's tickets, however briefly), so a trace can count it (trace.cuh gate_held).
   template <class PhaseBounds>
-  DETMOE_DEVICE void before(const unsigned int* tickets, int32_t i, PhaseBounds&& phase) {
-    if (!on_) return;
+  DETMOE_DEVICE bool before(const unsigned int* tickets, int32_t i, PhaseBounds&& phase) {
+    if (!on_) return false;
     const PhaseTickets b = phase();
     const int32_t first = b.first, count = b.count, ctas = b.ctas;
-    if (ctas < 2) return;
+    if (ctas < 2) return false;
     const int32_t wave = (i - first) / ctas;
-    if (wave == 0) return;
+    if (wave == 0) return false;
     const int64_t target = first + static_cast<int64_t>(wave + 1 + kAhead) * ctas;
     if (target > first + count) {  // the awaited tickets run past the phase: no more gates
       on_ = false;
-      return;
+      return false;
     }
     const unsigned long long start = globaltimer_ns();
     while (static_cast<int64_t>(ld_relaxed_u32(tickets)) < target) {
       if (globaltimer_ns() - start > kGiveUpNs) {
         on_ = false;
-        return;
+        break;
       }
       __nanosleep(32);
     }
+    return true;
   }
 
  private:

@@ -171,8 +171,8 @@ TEST(MegakernelBackwardD1, SmCountsAndKnobsGiveIdenticalBits) {
 TEST(MegakernelBackwardD1, GatedLongKDxTilesGiveIdenticalBits) {
   DETMOE_REQUIRE_GPU();
   const Shape shape{1024, 512, 8192, 2, 2, 1, 0};
-  testing::expect_configs_keep_bits(shape, make_routing(shape, "balanced", 55), 55,
-                                    {testing::grid_config(8), testing::grid_config(5)}, /*backward=*/true);
+  testing::expect_gated_configs_keep_bits(shape, make_routing(shape, "balanced", 55), 55,
+                                          {testing::grid_config(8), testing::grid_config(5)}, /*backward=*/true);
 }
 
 // LayerConfig::weight_grad_launch is a speed knob: the routed weight gradients in the fused launch

@@ -71,8 +71,8 @@ TEST(MegakernelD1, SmCountsAndKnobsGiveIdenticalBits) {
 TEST(MegakernelD1, GatedLongKGemm1TilesGiveIdenticalBits) {
   DETMOE_REQUIRE_GPU();
   const Shape shape{1024, 6144, 256, 2, 2, 1, 0};
-  testing::expect_configs_keep_bits(shape, make_routing(shape, "balanced", 37), 37,
-                                    {testing::grid_config(8), testing::grid_config(8, 2), testing::grid_config(5)});
+  testing::expect_gated_configs_keep_bits(shape, make_routing(shape, "balanced", 37), 37,
+                                          {testing::grid_config(8), testing::grid_config(8, 2), testing::grid_config(5)});
 }
 
 TEST(MegakernelD2, LoopbackEpSizesGiveIdenticalBits) {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <utility>
 #include <cstring>
 
 #include "detmoe/numeric.h"
@@ -109,13 +110,37 @@ LayerConfig grid_config(int num_sms, int comm_sms) {
   return c;
 }
 
-void expect_configs_keep_bits(const Shape& s, const Routing& r, uint64_t seed, const std::vector<LayerConfig>& configs,
-                              bool backward) {
-  const auto full = run_megakernel_once(s, r, seed, {}, backward);
+namespace {
+
+// One traced forward (+ backward): its outputs and the tiles the wave gate held in the last launch.
+std::pair<std::vector<NamedTensor>, int64_t> run_gate_traced(const Shape& s, const Routing& r, uint64_t seed,
+                                                             const LayerConfig& config, bool backward) {
+  LayerOptions options;
+  options.trace_tasks_per_cta = 1;  // the plan's (the backward start's) record carries the count
+  auto c = MegakernelCase::create(s, r, seed, config, options);
+  EXPECT_TRUE(c.ok()) << c.status().to_string();
+  if (!c.ok()) return {};
+  auto out = (*c)->run(backward);
+  EXPECT_TRUE(out.ok()) << out.status().to_string();
+  auto trace = (*c)->layer().downloaded_trace();
+  EXPECT_TRUE(trace.ok()) << trace.status().to_string();
+  if (!out.ok() || !trace.ok()) return {};
+  int64_t holds = 0;
+  for (const LayerTaskTrace& t : *trace) holds += t.gate_holds;
+  return {*out, holds};
+}
+
+}  // namespace
+
+void expect_gated_configs_keep_bits(const Shape& s, const Routing& r, uint64_t seed,
+                                    const std::vector<LayerConfig>& configs, bool backward) {
+  const auto [full, full_holds] = run_gate_traced(s, r, seed, {}, backward);
   ASSERT_FALSE(full.empty());
+  EXPECT_EQ(full_holds, 0) << "the full grid runs the gated phase in one wave";
   for (const LayerConfig& c : configs) {
-    EXPECT_TRUE(bitwise_equal(run_megakernel_once(s, r, seed, c, backward), full))
-        << "num_sms " << c.num_sms << " comm_sms " << c.comm_sms;
+    const auto [out, holds] = run_gate_traced(s, r, seed, c, backward);
+    EXPECT_TRUE(bitwise_equal(out, full)) << "num_sms " << c.num_sms << " comm_sms " << c.comm_sms;
+    EXPECT_GT(holds, 0) << "the wave gate held no tile at num_sms " << c.num_sms << " comm_sms " << c.comm_sms;
   }
 }
 
