@@ -19,12 +19,25 @@ TEST(LayerTrace, SummarisesPhasesByKind) {
   // kinds recorded none). Plan records: CTA 0 ran
   // 140'000 cycles over its 70 µs (2000 MHz), CTA 1 108'000 over its 64 µs (1687.5 MHz).
   const std::vector<LayerTaskTrace> trace = {
-      {0, id(TaskKind::kPlan, 0), 1'000'000, 1'010'000, 0, 0, 140'000},
-      {1, id(TaskKind::kPlan, 0), 1'000'000, 1'012'000, 0, 0, 108'000},
-      {0, id(TaskKind::kPlaceDispatch, 0), 1'010'000, 1'030'000},
-      {1, id(TaskKind::kGemm1, 3), 1'012'000, 1'052'000, 1'048'000, 1'048'000, 0, 0, 60'000},
-      {0, id(TaskKind::kGemm1, 0), 1'030'000, 1'070'000, 1'060'000, 1'062'000, 0, 3, 80'000},
-      {1, id(TaskKind::kWeightedSum, 0), 1'060'000, 1'064'000},
+      {.cta = 0, .task = id(TaskKind::kPlan, 0), .start_ns = 1'000'000, .end_ns = 1'010'000, .sm_cycles = 140'000},
+      {.cta = 1, .task = id(TaskKind::kPlan, 0), .start_ns = 1'000'000, .end_ns = 1'012'000, .sm_cycles = 108'000},
+      {.cta = 0, .task = id(TaskKind::kPlaceDispatch, 0), .start_ns = 1'010'000, .end_ns = 1'030'000},
+      {.cta = 1,
+       .task = id(TaskKind::kGemm1, 3),
+       .start_ns = 1'012'000,
+       .end_ns = 1'052'000,
+       .mainloop_end_ns = 1'048'000,
+       .epilogue_start_ns = 1'048'000,
+       .task_cycles = 60'000},
+      {.cta = 0,
+       .task = id(TaskKind::kGemm1, 0),
+       .start_ns = 1'030'000,
+       .end_ns = 1'070'000,
+       .mainloop_end_ns = 1'060'000,
+       .epilogue_start_ns = 1'062'000,
+       .tile_shape = 3,
+       .task_cycles = 80'000},
+      {.cta = 1, .task = id(TaskKind::kWeightedSum, 0), .start_ns = 1'060'000, .end_ns = 1'064'000},
   };
   const TraceSummary s = summarize_trace(trace);
   EXPECT_EQ(s.ctas, 2);
@@ -67,7 +80,13 @@ TEST(LayerTrace, SummarisesPhasesByKind) {
 TEST(LayerTrace, FormMediansIgnoreATileThatWaitedForItsInputs) {
   auto gemm1 = [](uint32_t index, int64_t start, int64_t mainloop_us, int64_t epilogue_us, int32_t shape) {
     const int64_t mainloop_end = start + mainloop_us * 1000, end = mainloop_end + epilogue_us * 1000;
-    return LayerTaskTrace{0, id(TaskKind::kGemm1, index), start, end, mainloop_end, mainloop_end, 0, shape};
+    return LayerTaskTrace{.cta = 0,
+                          .task = id(TaskKind::kGemm1, index),
+                          .start_ns = start,
+                          .end_ns = end,
+                          .mainloop_end_ns = mainloop_end,
+                          .epilogue_start_ns = mainloop_end,
+                          .tile_shape = shape};
   };
   const std::vector<LayerTaskTrace> trace = {
       gemm1(0, 0, 10, 2, 0),         gemm1(1, 20'000, 100, 4, 0),   gemm1(2, 200'000, 12, 3, 0),
@@ -91,8 +110,14 @@ TEST(LayerTrace, FormMediansIgnoreATileThatWaitedForItsInputs) {
 // launch's first start, GEMM tiles with their form and marks.
 TEST(LayerTrace, ChromeJsonHasOneEventPerTaskOnItsCtasTrack) {
   const std::vector<LayerTaskTrace> trace = {
-      {0, id(TaskKind::kPlan, 0), 1'000'000, 1'010'000, 0, 0, 140'000},
-      {1, make_task_id(TaskKind::kGemm2, 2, 7), 1'012'000, 1'052'000, 1'048'000, 1'049'500, 0, 1},
+      {.cta = 0, .task = id(TaskKind::kPlan, 0), .start_ns = 1'000'000, .end_ns = 1'010'000, .sm_cycles = 140'000},
+      {.cta = 1,
+       .task = make_task_id(TaskKind::kGemm2, 2, 7),
+       .start_ns = 1'012'000,
+       .end_ns = 1'052'000,
+       .mainloop_end_ns = 1'048'000,
+       .epilogue_start_ns = 1'049'500,
+       .tile_shape = 1},
   };
   const auto j = nlohmann::json::parse(trace_chrome_json(trace));
   const auto& ev = j.at("traceEvents");
