@@ -12,26 +12,29 @@
 #    gemm-band 4e28b3e, .abbin/gate: detmoe_gemm_test + detmoe_perf_gemm) — their test, time and J,
 #    and ncu's DRAM bytes on mixtral-8x7b (plain: 5.1–5.7 GB read for 1.07 GB of operands).
 #   OUT=dir BUDGET_S=300 bash ci/device-session37c.sh
+# Other trees: MECH_BIN (default .abbin) and MECH_DXG (the backward tree, default dxg); a missing d8
+# tree skips its forward row (session 39's plan: MECH_BIN=.abbin2 MECH_DXG=land, after the landing
+# check of ci/device-session38.sh in the same call).
 source "$(dirname "$0")/device-call.sh"
-use_prebuilt
+mech=${MECH_BIN:-.abbin}; dxg=${MECH_DXG:-dxg}
+use_prebuilt "$mech"
 nvidia-smi --query-gpu=name,clocks.max.sm,power.limit --format=csv,noheader
 step "ncu bytes ($(left) s left)"
 kt() {  # TREE KERNEL: that launch alone under ncu (ci/device-kernel-times.sh), mixtral-8x7b balanced
-  OUT=$OUT/kt-$1-$2 BUDGET_S=70 BIN=.abbin/$1 KT_SHAPES=mixtral-8x7b KT_IMPLS=megakernel KT_ARGS="--kernel-name regex:$2" \
+  OUT=$OUT/kt-$1-$2 BUDGET_S=70 BIN=$mech/$1 KT_SHAPES=mixtral-8x7b KT_IMPLS=megakernel KT_ARGS="--kernel-name regex:$2" \
     KT_METRICS=dram__bytes_read.sum,dram__bytes_write.sum,sm__cycles_elapsed.avg.per_second bash ci/device-kernel-times.sh
 }
-kt main layer_forward_kernel
-kt d8 layer_forward_kernel
+if [ -x "$mech/d8/detmoe_perf_layer" ]; then kt main layer_forward_kernel; kt d8 layer_forward_kernel; fi
 kt main layer_backward_kernel
-kt dxg layer_backward_kernel
-step "bits: main against dxg on a gated problem ($(left) s left)"
+kt "$dxg" layer_backward_kernel
+step "bits: main against $dxg on a gated problem ($(left) s left)"
 problem="--T 2048 --H 4096 --F 8192 --E 4 --k 2 --seed 7"
-timeout 60 .abbin/main/detmoe run $problem --write-inputs /tmp/in.safetensors >"$OUT/bits.log" 2>&1
-for tree in main dxg; do
-  timeout 60 ".abbin/$tree/detmoe" run --impl megakernel --inputs /tmp/in.safetensors --outputs "/tmp/out-$tree.safetensors" \
+timeout 60 "$mech/main/detmoe" run $problem --write-inputs /tmp/in.safetensors >"$OUT/bits.log" 2>&1
+for tree in main "$dxg"; do
+  timeout 60 "$mech/$tree/detmoe" run --impl megakernel --inputs /tmp/in.safetensors --outputs "/tmp/out-$tree.safetensors" \
     >>"$OUT/bits.log" 2>&1; echo "$tree run exit $?"
 done
-cmp /tmp/out-main.safetensors /tmp/out-dxg.safetensors && echo "bits: every output of dxg equals main's ($(stat -c %s /tmp/out-main.safetensors) bytes)"
+cmp /tmp/out-main.safetensors "/tmp/out-$dxg.safetensors" && echo "bits: every output of $dxg equals main's ($(stat -c %s /tmp/out-main.safetensors) bytes)"
 if [ -x .abbin/gate/detmoe_perf_gemm ] && [ "$(left)" -gt 60 ]; then
   step "evict-first stores on the weight gradients ($(left) s left)"
   gtest_run stream-tests 30 .abbin/gate/detmoe_gemm_test '*StreamStores*:*WaveGate*'
