@@ -1,20 +1,18 @@
 #!/usr/bin/env bash
 # Session 37's last call, now the mechanism call behind ci/device-session38.sh (which times and
 # tests the same changes, combined, against main with the reference and alternated rounds).
-# Trees prebuilt here (carry .devdeps .abbin): .abbin/main = main; .abbin/d8 = branch down-band
-# (the forward's GEMM2 in bands of 8 m-blocks); .abbin/dxg = branch dx-gate (the backward's long-K
-# dx tiles gated per wave).
-# 1. ncu DRAM bytes and clock: d8's forward launch and dxg's backward launch against main's,
-#    mixtral-8x7b balanced (the shape both target);
+# Trees prebuilt here (carry .devdeps and MECH_BIN, default .abbin): main = main; MECH_DXG (default
+# dxg) = a tree whose backward gates its long-K dx tiles per wave (branch dx-gate, later land).
+# 1. ncu DRAM bytes and clock: the dx-gate tree's backward launch against main's, mixtral-8x7b
+#    balanced (the shape it targets; down-band's forward row went with session 39's refutation);
 # 2. bits: one custom problem whose dx tiles are gated (F 8192: 256 k-blocks; 512 dx tiles), every
-#    output of main and dxg compared byte for byte;
+#    output of main and the MECH_DXG tree compared byte for byte;
 # 3. if time is left: the GEMM core's evict-first stores on the layer's dW_gate_up launches (branch
 #    gemm-band 4e28b3e, .abbin/gate: detmoe_gemm_test + detmoe_perf_gemm) — their test, time and J,
 #    and ncu's DRAM bytes on mixtral-8x7b (plain: 5.1–5.7 GB read for 1.07 GB of operands).
 #   OUT=dir BUDGET_S=300 bash ci/device-session37c.sh
-# Other trees: MECH_BIN (default .abbin) and MECH_DXG (the backward tree, default dxg); a missing d8
-# tree skips its forward row (session 39's plan: MECH_BIN=.abbin2 MECH_DXG=land, after the landing
-# check of ci/device-session38.sh in the same call).
+# Session 39's plan: MECH_BIN=.abbin2 MECH_DXG=land, after the landing check of
+# ci/device-session38.sh in the same call.
 source "$(dirname "$0")/device-call.sh"
 mech=${MECH_BIN:-.abbin}; dxg=${MECH_DXG:-dxg}
 use_prebuilt "$mech"
@@ -24,7 +22,6 @@ kt() {  # TREE KERNEL: that launch alone under ncu (ci/device-kernel-times.sh), 
   OUT=$OUT/kt-$1-$2 BUDGET_S=70 BIN=$mech/$1 KT_SHAPES=mixtral-8x7b KT_IMPLS=megakernel KT_ARGS="--kernel-name regex:$2" \
     KT_METRICS=dram__bytes_read.sum,dram__bytes_write.sum,sm__cycles_elapsed.avg.per_second bash ci/device-kernel-times.sh
 }
-if [ -x "$mech/d8/detmoe_perf_layer" ]; then kt main layer_forward_kernel; kt d8 layer_forward_kernel; fi
 kt main layer_backward_kernel
 kt "$dxg" layer_backward_kernel
 step "bits: main against $dxg on a gated problem ($(left) s left)"
