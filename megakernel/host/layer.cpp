@@ -220,8 +220,10 @@ StatusOr<std::vector<LayerTaskTrace>> Layer::downloaded_trace() const {
       // r[2]: the task's ns after its start (low 32 bits) and its SM cycles (high 32), trace.cuh.
       LayerTaskTrace t{c, r[0], static_cast<int64_t>(r[1]), static_cast<int64_t>(r[1] + (r[2] & 0xffffffffull))};
       t.task_cycles = static_cast<int64_t>(r[2] >> 32);
-      if (mk::starts_launch(mk::task_kind(t.task)))
-        t.sm_cycles = static_cast<int64_t>(r[3]);
+      if (mk::starts_launch(mk::task_kind(t.task))) {  // trace.cuh finish
+        t.sm_cycles = static_cast<int64_t>(r[3] & 0xffffffffffffull);
+        t.gate_holds = static_cast<int32_t>(r[3] >> 48);
+      }
       else if (r[3] != 0) {
         t.mainloop_end_ns = t.start_ns + static_cast<int64_t>((r[3] >> 32) & 0x0fffffffull);
         t.tile_shape = static_cast<int32_t>(r[3] >> 60);

@@ -30,6 +30,7 @@
 #include "megakernel/layer/task_ring.cuh"
 #include "megakernel/layer/tile_epilogues.cuh"
 #include "megakernel/layer/trace.cuh"
+#include "megakernel/layer/wave_gate.cuh"
 #include "megakernel/ptx/common.cuh"
 
 namespace detmoe::mk {
@@ -65,6 +66,10 @@ DETMOE_DEVICE bool backward_start(const LayerParams& p, const LaunchContext& ctx
   return *flag != 0;
 }
 
+// The dx tiles of ≥ kDxGateMinKBlocks k-blocks (mixtral-8x7b's 448 only of the four named shapes)
+// in step, wave by wave (wave_gate.cuh).
+inline constexpr int32_t kDxGateMinKBlocks = 256;
+
 DETMOE_DEVICE void run_bwd_producer(const BackwardParams& bp, const LaunchContext& ctx, const Smem& smem,
                                     const Pipe& pipe, TaskRing<NoDescription> ring, RowTable& table) {
   const LayerParams& p = bp.f;
@@ -81,6 +86,7 @@ DETMOE_DEVICE void run_bwd_producer(const BackwardParams& bp, const LaunchContex
   // load. The CTA still runs its tasks in increasing number, and a held ticket's task waits only on
   // lower numbers, each held by a CTA that runs it after tasks of still lower numbers: the
   // no-deadlock argument (task_ring.cuh) is unchanged.
+  WaveGate</*kAhead=*/1> gate(2 * p.F / Cfg::kBlockK >= kDxGateMinKBlocks);
   int32_t next = take_ticket(tickets, total);
   for (;;) {
     const int32_t i = next;
@@ -114,6 +120,10 @@ DETMOE_DEVICE void run_bwd_producer(const BackwardParams& bp, const LaunchContex
     }
     // A dx tile: its row table along with its k-blocks, as the forward's GEMM2 (the tables are the
     // forward's, written before this launch).
+    if (!aborted && gate.before(tickets, i, [&] {
+          return PhaseTickets{list.first_of(BwdPhase::kDgrad2), list.count_of(BwdPhase::kDgrad2), gemm_role_ctas(p)};
+        }))
+      TaskTracer::gate_held(p);
     const int32_t table_after = RowTableLoader::load_kblock(g.tile.k_blocks);
     const int32_t rows = min(kRowsPerMBlock, g.c_end - g.c_row);
     produce_bwd_tile(g.tile, smem, pipe, st, aborted, [&](int32_t kb) {

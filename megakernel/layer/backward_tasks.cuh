@@ -114,6 +114,13 @@ class BackwardTaskList {
     return n;
   }
   DETMOE_DEVICE int32_t mblock_first() const { return mblock_first_; }
+  // The list number of phase ph's first task, and its task count (0 outside the phase set).
+  DETMOE_DEVICE int32_t first_of(BwdPhase ph) const {
+    int32_t n = 0;
+    for (int i = 0; i < static_cast<int>(ph); ++i) n += count(i);
+    return n;
+  }
+  DETMOE_DEVICE int32_t count_of(BwdPhase ph) const { return count(static_cast<int>(ph)); }
 
   DETMOE_DEVICE BwdTask at(int32_t i) const {
     int32_t ph = 0;

@@ -89,6 +89,13 @@ DETMOE_DEVICE CtaRole cta_role(const LayerParams& p) {
   return {slice.rank, comm > 0 ? kGemmPhases : kAllPhases};
 }
 
+// CTAs that take GEMM tickets from a GEMM CTA's (rank, role) counter: the slice less its
+// data-movement CTAs (the forward's and the backward's roles split the slice alike).
+DETMOE_DEVICE int32_t gemm_role_ctas(const LayerParams& p) {
+  const RankSlice slice = rank_slice(p.P);
+  return slice.size - comm_ctas_in_slice(p.comm_ctas_per_rank, slice.size);
+}
+
 struct Task {
   Phase phase;
   int32_t index;  // within the phase

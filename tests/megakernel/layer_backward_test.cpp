@@ -164,6 +164,17 @@ TEST(MegakernelBackwardD1, SmCountsAndKnobsGiveIdenticalBits) {
   }
 }
 
+// The dx wave gate (backward_kernel.cuh, wave_gate.cuh) holds producers back, never a bit. It
+// engages for dx tiles of at least 256 k-blocks (2F = 16,384: 256) with three or more waves of
+// them: this shape's 32 dx tiles (16 m-blocks × 2 column blocks) are 4 waves at num_sms 8 (gates
+// before waves 1 and 2) and 7 at 5, one at the full grid (no gate).
+TEST(MegakernelBackwardD1, GatedLongKDxTilesGiveIdenticalBits) {
+  DETMOE_REQUIRE_GPU();
+  const Shape shape{1024, 512, 8192, 2, 2, 1, 0};
+  testing::expect_gated_configs_keep_bits(shape, make_routing(shape, "balanced", 55), 55,
+                                          {testing::grid_config(8), testing::grid_config(5)}, /*backward=*/true);
+}
+
 // LayerConfig::weight_grad_launch is a speed knob: the routed weight gradients in the fused launch
 // and in the GEMM-core launches after it (one or both of them) are the same tiles reduced in the
 // same order, so every output keeps its bits — with empty experts, partial m-blocks and columns (F = 192, H = 256 and

@@ -5,9 +5,11 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <utility>
 #include <cstring>
 
 #include "detmoe/numeric.h"
+#include "gpu_problem.h"
 
 namespace detmoe::testing {
 
@@ -99,6 +101,47 @@ std::vector<NamedTensor> run_megakernel_once(const Shape& s, const Routing& r, u
   auto out = (*c)->run(backward);
   EXPECT_TRUE(out.ok()) << out.status().to_string();
   return out.ok() ? *out : std::vector<NamedTensor>{};
+}
+
+LayerConfig grid_config(int num_sms, int comm_sms) {
+  LayerConfig c;
+  c.num_sms = num_sms;
+  c.comm_sms = comm_sms;
+  return c;
+}
+
+namespace {
+
+// One traced forward (+ backward): its outputs and the tiles the wave gate held in the last launch.
+std::pair<std::vector<NamedTensor>, int64_t> run_gate_traced(const Shape& s, const Routing& r, uint64_t seed,
+                                                             const LayerConfig& config, bool backward) {
+  LayerOptions options;
+  options.trace_tasks_per_cta = 1;  // the plan's (the backward start's) record carries the count
+  auto c = MegakernelCase::create(s, r, seed, config, options);
+  EXPECT_TRUE(c.ok()) << c.status().to_string();
+  if (!c.ok()) return {};
+  auto out = (*c)->run(backward);
+  EXPECT_TRUE(out.ok()) << out.status().to_string();
+  auto trace = (*c)->layer().downloaded_trace();
+  EXPECT_TRUE(trace.ok()) << trace.status().to_string();
+  if (!out.ok() || !trace.ok()) return {};
+  int64_t holds = 0;
+  for (const LayerTaskTrace& t : *trace) holds += t.gate_holds;
+  return {*out, holds};
+}
+
+}  // namespace
+
+void expect_gated_configs_keep_bits(const Shape& s, const Routing& r, uint64_t seed,
+                                    const std::vector<LayerConfig>& configs, bool backward) {
+  const auto [full, full_holds] = run_gate_traced(s, r, seed, {}, backward);
+  ASSERT_FALSE(full.empty());
+  EXPECT_EQ(full_holds, 0) << "the full grid runs the gated phase in one wave";
+  for (const LayerConfig& c : configs) {
+    const auto [out, holds] = run_gate_traced(s, r, seed, c, backward);
+    EXPECT_TRUE(bitwise_equal(out, full)) << "num_sms " << c.num_sms << " comm_sms " << c.comm_sms;
+    EXPECT_GT(holds, 0) << "the wave gate held no tile at num_sms " << c.num_sms << " comm_sms " << c.comm_sms;
+  }
 }
 
 std::vector<int64_t> token_permutation(int64_t T) {

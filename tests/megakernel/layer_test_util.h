@@ -56,6 +56,17 @@ class MegakernelCase {
 std::vector<NamedTensor> run_megakernel_once(const Shape& s, const Routing& r, uint64_t seed, LayerConfig config = {},
                                              bool backward = false);
 
+// A LayerConfig of num_sms CTAs, comm_sms of them moving data (D1's speed knobs).
+LayerConfig grid_config(int num_sms, int comm_sms = 0);
+
+// D1 for the wave gate (megakernel/layer/wave_gate.cuh), a speed-only mechanism: the case run at
+// each of `configs` gives the default config's bits (the full grid), and the gate held tiles in
+// each of those launches (traced: LayerTaskTrace::gate_holds) but none at the full grid, where the
+// gated phase fits one wave — so a gate that silently never engages fails the test. Failures name
+// the config's num_sms and comm_sms.
+void expect_gated_configs_keep_bits(const Shape& s, const Routing& r, uint64_t seed,
+                                    const std::vector<LayerConfig>& configs, bool backward = false);
+
 // D3's permutation of T tokens: reversed, then rotated by 77.
 std::vector<int64_t> token_permutation(int64_t T);
 
