@@ -73,10 +73,11 @@ struct LayerTaskTrace {
   // SM cycles (clock64) from the task's start to its end, so each phase's own SM clock can be
   // told (under a power cap the clock moves between phases); 0 = not recorded.
   int64_t task_cycles = 0;
-  // The backward start's record: the long-K tiles the CTA's wave gate held until their wave had
-  // started (megakernel/layer/wave_gate.cuh), so a test can tell that it engaged; 0 otherwise.
+  // The backward start's record: the long-K tiles the CTA's wave gate checked against their
+  // wave's tickets, waiting or not (megakernel/layer/wave_gate.cuh), so a test can tell that it
+  // engaged; 0 otherwise.
   // Last, as tests build these records by position.
-  int32_t gate_holds = 0;
+  int32_t gated_tiles = 0;
 };
 
 // Forward arguments: one entry per rank (P entries in loopback), as for the reference layer.

@@ -222,7 +222,7 @@ StatusOr<std::vector<LayerTaskTrace>> Layer::downloaded_trace() const {
       t.task_cycles = static_cast<int64_t>(r[2] >> 32);
       if (mk::starts_launch(mk::task_kind(t.task))) {  // trace.cuh finish
         t.sm_cycles = static_cast<int64_t>(r[3] & 0xffffffffffffull);
-        t.gate_holds = static_cast<int32_t>(r[3] >> 48);
+        t.gated_tiles = static_cast<int32_t>(r[3] >> 48);
       }
       else if (r[3] != 0) {
         t.mainloop_end_ns = t.start_ns + static_cast<int64_t>((r[3] >> 32) & 0x0fffffffull);

@@ -177,7 +177,7 @@ std::string trace_chrome_json(const std::vector<LayerTaskTrace>& trace) {
       args["epilogue_start_us"] = us(r.epilogue_start_ns);
     }
     if (r.sm_cycles > 0) args["sm_cycles"] = r.sm_cycles;
-    if (r.gate_holds > 0) args["gate_holds"] = r.gate_holds;
+    if (r.gated_tiles > 0) args["gated_tiles"] = r.gated_tiles;
     if (r.task_cycles > 0) args["task_cycles"] = r.task_cycles;
     events.push_back({{"name", fmt::format("{} {}", kind_name(r.task), task_index(r.task))},
                       {"cat", kind_name(r.task)},

@@ -123,7 +123,7 @@ DETMOE_DEVICE void run_bwd_producer(const BackwardParams& bp, const LaunchContex
     if (!aborted && gate.before(tickets, i, [&] {
           return PhaseTickets{list.first_of(BwdPhase::kDgrad2), list.count_of(BwdPhase::kDgrad2), gemm_role_ctas(p)};
         }))
-      TaskTracer::gate_held(p);
+      TaskTracer::tile_gated(p);
     const int32_t table_after = RowTableLoader::load_kblock(g.tile.k_blocks);
     const int32_t rows = min(kRowsPerMBlock, g.c_end - g.c_row);
     produce_bwd_tile(g.tile, smem, pipe, st, aborted, [&](int32_t kb) {

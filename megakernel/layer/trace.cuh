@@ -27,7 +27,7 @@ struct TraceState {
   unsigned long long aux;
   long long launch_clock;  // clock64 at the launch's start
   long long start_clock;   // clock64 at the task's start
-  int32_t gate_holds;      // tiles the producer's wave gate held this launch (wave_gate.cuh)
+  int32_t gated_tiles;     // tiles the producer's wave gate checked this launch (wave_gate.cuh)
 };
 __shared__ TraceState trace_state;
 
@@ -37,14 +37,14 @@ struct TaskTracer {
   static DETMOE_DEVICE void begin_launch(const LayerParams& p) {
     if (!writer(p)) return;
     trace_state.count = 0;
-    trace_state.gate_holds = 0;
+    trace_state.gated_tiles = 0;
     trace_state.launch_clock = clock64();
   }
 
-  // The producer's wave gate held a tile (the producer thread: a shared atomic, read by the
+  // The producer's wave gate checked a tile (the producer thread: a shared atomic, read by the
   // writer at finish, after its last tile, whose loads the producer issued after the gate).
-  static DETMOE_DEVICE void gate_held(const LayerParams& p) {
-    if (p.trace != nullptr) atomicAdd(&trace_state.gate_holds, 1);
+  static DETMOE_DEVICE void tile_gated(const LayerParams& p) {
+    if (p.trace != nullptr) atomicAdd(&trace_state.gated_tiles, 1);
   }
 
   static DETMOE_DEVICE void start(const LayerParams& p) {
@@ -79,14 +79,14 @@ struct TaskTracer {
   }
 
   // Record 0 is the plan's; its aux becomes the CTA's SM cycles over the launch (low 48 bits)
-  // and the tiles its wave gate held (high 16, saturated).
+  // and the tiles its wave gate checked (high 16, saturated).
   static DETMOE_DEVICE void finish(const LayerParams& p) {
     if (!writer(p)) return;
     p.trace_count[blockIdx.x] = trace_state.count;
     if (trace_state.count > 0) {
-      const unsigned long long holds = min(*static_cast<volatile int32_t*>(&trace_state.gate_holds), 0xffff);
+      const unsigned long long gated = min(*static_cast<volatile int32_t*>(&trace_state.gated_tiles), 0xffff);
       p.trace[static_cast<int64_t>(blockIdx.x) * p.trace_capacity * 4 + 3] =
-          (static_cast<unsigned long long>(clock64() - trace_state.launch_clock) & 0xffffffffffffull) | (holds << 48);
+          (static_cast<unsigned long long>(clock64() - trace_state.launch_clock) & 0xffffffffffffull) | (gated << 48);
     }
   }
 };

@@ -43,8 +43,9 @@ class WaveGate {
   DETMOE_DEVICE explicit WaveGate(bool on) : on_(on) {}
 
   // Before the loads of list task i, a task of the phase; `phase()` gives the phase's
-  // PhaseTickets, called only while the gate is on. Returns whether the gate held the tile (waited
-  // for its wave's tickets, however briefly), so a trace can count it (trace.cuh gate_held).
+  // PhaseTickets, called only while the gate is on. Returns whether the gate checked the tile against
+  // its wave's tickets (waiting or not: they may all be taken), so a trace can count it (trace.cuh
+  // tile_gated).
   template <class PhaseBounds>
   DETMOE_DEVICE bool before(const unsigned int* tickets, int32_t i, PhaseBounds&& phase) {
     if (!on_) return false;

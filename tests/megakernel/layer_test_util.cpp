@@ -112,7 +112,7 @@ LayerConfig grid_config(int num_sms, int comm_sms) {
 
 namespace {
 
-// One traced forward (+ backward): its outputs and the tiles the wave gate held in the last launch.
+// One traced forward (+ backward): its outputs and the tiles the wave gate checked in the last launch.
 std::pair<std::vector<NamedTensor>, int64_t> run_gate_traced(const Shape& s, const Routing& r, uint64_t seed,
                                                              const LayerConfig& config, bool backward) {
   LayerOptions options;
@@ -125,22 +125,22 @@ std::pair<std::vector<NamedTensor>, int64_t> run_gate_traced(const Shape& s, con
   auto trace = (*c)->layer().downloaded_trace();
   EXPECT_TRUE(trace.ok()) << trace.status().to_string();
   if (!out.ok() || !trace.ok()) return {};
-  int64_t holds = 0;
-  for (const LayerTaskTrace& t : *trace) holds += t.gate_holds;
-  return {*out, holds};
+  int64_t gated = 0;
+  for (const LayerTaskTrace& t : *trace) gated += t.gated_tiles;
+  return {*out, gated};
 }
 
 }  // namespace
 
 void expect_gated_configs_keep_bits(const Shape& s, const Routing& r, uint64_t seed,
                                     const std::vector<LayerConfig>& configs, bool backward) {
-  const auto [full, full_holds] = run_gate_traced(s, r, seed, {}, backward);
+  const auto [full, full_gated] = run_gate_traced(s, r, seed, {}, backward);
   ASSERT_FALSE(full.empty());
-  EXPECT_EQ(full_holds, 0) << "the full grid runs the gated phase in one wave";
+  EXPECT_EQ(full_gated, 0) << "the full grid runs the gated phase in one wave";
   for (const LayerConfig& c : configs) {
-    const auto [out, holds] = run_gate_traced(s, r, seed, c, backward);
+    const auto [out, gated] = run_gate_traced(s, r, seed, c, backward);
     EXPECT_TRUE(bitwise_equal(out, full)) << "num_sms " << c.num_sms << " comm_sms " << c.comm_sms;
-    EXPECT_GT(holds, 0) << "the wave gate held no tile at num_sms " << c.num_sms << " comm_sms " << c.comm_sms;
+    EXPECT_GT(gated, 0) << "the wave gate checked no tile at num_sms " << c.num_sms << " comm_sms " << c.comm_sms;
   }
 }
 

@@ -60,8 +60,8 @@ std::vector<NamedTensor> run_megakernel_once(const Shape& s, const Routing& r, u
 LayerConfig grid_config(int num_sms, int comm_sms = 0);
 
 // D1 for the wave gate (megakernel/layer/wave_gate.cuh), a speed-only mechanism: the case run at
-// each of `configs` gives the default config's bits (the full grid), and the gate held tiles in
-// each of those launches (traced: LayerTaskTrace::gate_holds) but none at the full grid, where the
+// each of `configs` gives the default config's bits (the full grid), and the gate checked tiles in
+// each of those launches (traced: LayerTaskTrace::gated_tiles) but none at the full grid, where the
 // gated phase fits one wave — so a gate that silently never engages fails the test. Failures name
 // the config's num_sms and comm_sms.
 void expect_gated_configs_keep_bits(const Shape& s, const Routing& r, uint64_t seed,
