@@ -89,6 +89,9 @@ Status validate(const LayerConfig& c, const Shape& s) {
   if (std::find(kWeightGradLaunches.begin(), kWeightGradLaunches.end(), c.weight_grad_launch) == kWeightGradLaunches.end())
     return invalid_argument(fmt::format("weight_grad_launch = {} is not one of {}", static_cast<int32_t>(c.weight_grad_launch),
                                         name_list(kWeightGradLaunches, /*with_values=*/true)));
+  if (c.weight_grad_band_budget_kb < 0)
+    return invalid_argument(
+        fmt::format("weight_grad_band_budget_kb = {} must be >= 0 (0 = fixed bands)", c.weight_grad_band_budget_kb));
   if (c.spin_timeout_ms <= 0) return invalid_argument(fmt::format("spin_timeout_ms = {} must be > 0", c.spin_timeout_ms));
   return Status::Ok();
 }

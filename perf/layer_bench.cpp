@@ -42,6 +42,9 @@
 //   --wgrad-tickets=0|1: LayerConfig::weight_grad_tickets (default: the config's), the weight-gradient
 //            launches' tile deal (static or tickets); a speed knob, so a build can A/B it. Set once
 //            per process, so neither the names nor the session key carry it (as --wgrad-launch).
+//   --wgrad-band-kb=N: LayerConfig::weight_grad_band_budget_kb (default: the config's; 0 = the GEMM
+//            core's fixed bands), the weight-gradient launches' tile order; a speed knob, set once
+//            per process like --wgrad-tickets.
 //   --wgrad-launch=auto|fused|gate-up-later|second: LayerConfig::weight_grad_launch (default auto). The names
 //            do not carry it, so that A/B calls compare the same rows across settings.
 //   --knobs=C:R[,C:R...]: megakernel LayerConfig settings to time, comm_sms C and overlap_rows R
@@ -172,6 +175,13 @@ std::optional<bool>& wgrad_tickets() {
   return v;
 }
 
+// --wgrad-band-kb=N, set once from the command line (LayerConfig::weight_grad_band_budget_kb; unset:
+// the config's default).
+std::optional<int32_t>& wgrad_band_kb() {
+  static std::optional<int32_t> v;
+  return v;
+}
+
 ProblemSession& session_for(const std::string& impl, const std::string& shape_name, const std::string& routing,
                             const Variant& v, uint64_t seed) {
   Current& c = current();
@@ -197,6 +207,7 @@ ProblemSession& session_for(const std::string& impl, const std::string& shape_na
   config.save_h = v.save_h;
   config.weight_grad_launch = wgrad_launch();
   if (wgrad_tickets()) config.weight_grad_tickets = *wgrad_tickets();
+  if (wgrad_band_kb()) config.weight_grad_band_budget_kb = *wgrad_band_kb();
   auto s = ProblemSession::create(impl, shape, *r, seed, std::shared_ptr<RowExchange>(std::move(*ex)), config, options,
                                   /*write_y=*/false);
   check(s.status(), "ProblemSession::create");
@@ -489,6 +500,15 @@ int main(int argc, char** argv) {
     else if (a == "--grad-dtype=fp32") o.bf16_grads = false;
     else if (a == "--wgrad-tickets=0") wgrad_tickets() = false;
     else if (a == "--wgrad-tickets=1") wgrad_tickets() = true;
+    else if (const char* v = value("--wgrad-band-kb=")) {
+      char* end = nullptr;
+      const long kb = std::strtol(v, &end, 10);
+      if (end == v || *end != '\0' || kb < 0 || kb > (1L << 30)) {
+        std::fprintf(stderr, "detmoe_perf_layer: --wgrad-band-kb wants a non-negative KB count, got '%s'\n", v);
+        return 2;
+      }
+      wgrad_band_kb() = static_cast<int32_t>(kb);
+    }
     else if (const char* v = value("--wgrad-launch=")) {
       const StatusOr<WeightGradLaunch> w = parse_weight_grad_launch(v);  // to_string's names, as the fuzz log prints
       if (!w.ok()) {

@@ -53,6 +53,12 @@ struct LayerConfig {
   // they are even; false, always tile i to CTA i mod grid. A tile's K is its expert's rows, so with
   // uneven experts the static deal leaves CTAs uneven. Speed only.
   bool weight_grad_tickets = true;
+  // The weight-gradient GEMM-core launches' tile order (gemm::GroupedGemm::band_budget_kb): each
+  // expert's tiles in bands that keep at most this many KB of operand panels, m-blocks or n-blocks
+  // first, whichever re-reads fewer bytes; 0 = the GEMM core's fixed bands of 8 m-blocks. Their
+  // tiles' K is the expert's rows, so an expert's grid spans many waves and fixed bands re-read the
+  // second operand once per band (docs/PERF.md session 40). Speed only.
+  int32_t weight_grad_band_budget_kb = 8192;
   // Bound of every device spin-wait, in milliseconds, before the launch fails with kDeviceTimeout.
   int32_t spin_timeout_ms = 2000;
 };

@@ -73,6 +73,13 @@ struct GroupedGemm {
   // `stream` before the launch, so launches on one stream may share it and launches that can run
   // at once may not. Changes speed, never bits.
   unsigned int* tile_tickets = nullptr;
+  // kWeightGrad only: the tile order inside each group. 0: bands of 8 m-blocks, m fastest (the
+  // other layouts' order). > 0: each group's own order for its rows — bands of m-blocks (m
+  // fastest) or of n-blocks (n fastest), whichever reads fewer operand bytes with at most this many
+  // KB of operand panels per band (gemm/band_order.h weight_grad_order): with K = the group's rows
+  // a group's tiles span many waves, and fixed m-bands re-read B once per band. Changes speed,
+  // never bits.
+  int32_t band_budget_kb = 0;
 };
 
 // Block shape and pipeline depth of one launch: a pure function of (layout, n, k), never of

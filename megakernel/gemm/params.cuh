@@ -19,6 +19,7 @@ struct KernelParams {
   int32_t store_h;         // kSwiGLU: also store the bf16 pre-activation
 
   unsigned int* tickets;  // the dynamic tile deal's counter, zero at launch; nullptr = static deal
+  int32_t band_budget_kb;  // kWeightGrad: GroupedGemm::band_budget_kb (0 = fixed bands)
 };
 
 }  // namespace detmoe::gemm

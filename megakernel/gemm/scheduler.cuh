@@ -1,7 +1,8 @@
 // Persistent tile scheduler over all groups of a grouped GEMM.
 //
 // Tiles are numbered group by group; inside a group in bands of kBandRows m-blocks (m fastest)
-// for L2 reuse. Which tiles a CTA runs is the deal's (TileDeal in kernel.cuh: c, c + grid, … or
+// for L2 reuse — or, for kWeightGrad with a band budget (KernelParams::band_budget_kb), in the
+// group's own order by its rows (band_order.h weight_grad_order). Which tiles a CTA runs is the deal's (TileDeal in kernel.cuh: c, c + grid, … or
 // tickets); the ids a CTA runs only grow, so each CTA walks the group offsets forward once:
 // amortised O(groups) loads, no table, no host sync, and a group with no tiles (zero rows in
 // kForward / kDataGrad) costs one step of that walk. Producer and consumers each run their own
@@ -38,7 +39,8 @@ class TileScheduler {
         rows_(p.rows),
         m_(p.m),
         k_(p.k),
-        n_blocks_(ceil_div(p.n, Cfg::kBlockN)) {}
+        n_blocks_(ceil_div(p.n, Cfg::kBlockN)),
+        band_budget_kb_(kLayout == Layout::kWeightGrad ? p.band_budget_kb : 0) {}
 
   // Tile `id` (not below any id asked before), false when the problem has fewer tiles.
   DETMOE_DEVICE bool at(int64_t id, Tile& t) {
@@ -49,8 +51,13 @@ class TileScheduler {
       m_blocks_ = ceil_div(m_extent, Cfg::kBlockM);
       group_begin_ = group_end_;
       group_end_ += static_cast<int64_t>(m_blocks_) * n_blocks_;
+      if (kLayout == Layout::kWeightGrad)
+        order_ = weight_grad_order(m_blocks_, n_blocks_, rows_end_ - rows_begin_, band_budget_kb_, Cfg::kBlockM,
+                                   Cfg::kBlockN, Cfg::kBandRows);
     }
-    const BandCoords bc = band_coords(id - group_begin_, m_blocks_, n_blocks_, Cfg::kBandRows);
+    const BandCoords bc = kLayout == Layout::kWeightGrad
+                              ? ordered_band_coords(id - group_begin_, m_blocks_, n_blocks_, order_, band_budget_kb_ > 0)
+                              : band_coords(id - group_begin_, m_blocks_, n_blocks_, Cfg::kBandRows);
     t.group = group_;
     t.rows_begin = rows_begin_;
     t.rows_end = rows_end_;
@@ -81,6 +88,8 @@ class TileScheduler {
   int32_t m_;
   int32_t k_;
   int32_t n_blocks_;
+  int32_t band_budget_kb_;
+  GridOrder order_{Cfg::kBandRows, false};
   int32_t group_ = -1;
   int64_t group_begin_ = 0;
   int64_t group_end_ = 0;

@@ -133,6 +133,7 @@ Status run(const GroupedGemm& g, cudaStream_t stream) {
   p.row_scale = g.row_scale;
   p.store_h = g.epilogue == Epilogue::kSwiGLU && g.h != nullptr ? 1 : 0;
   p.tickets = g.tile_tickets;
+  p.band_budget_kb = g.band_budget_kb;
   const int grid = g.grid_ctas > 0 ? g.grid_ctas : info->sms;
   if (g.tile_tickets != nullptr)
     DETMOE_RETURN_IF_ERROR(cuda_status(cudaMemsetAsync(g.tile_tickets, 0, sizeof(unsigned int), stream),

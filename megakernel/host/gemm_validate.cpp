@@ -87,6 +87,11 @@ Status validate(const GroupedGemm& g) {
   if (reinterpret_cast<uintptr_t>(g.tile_tickets) % alignof(unsigned int) != 0)
     return invalid_argument("gemm: tile_tickets is not 4-byte aligned (address % 4 = " +
                             str(static_cast<int64_t>(reinterpret_cast<uintptr_t>(g.tile_tickets) % 4)) + ")");
+  if (g.band_budget_kb < 0)
+    return invalid_argument("gemm: band_budget_kb = " + str(g.band_budget_kb) + " is negative (0 = fixed bands)");
+  if (g.band_budget_kb != 0 && !wgrad)
+    return invalid_argument("gemm: band_budget_kb = " + str(g.band_budget_kb) + " orders weight-grad tiles only, not " +
+                            to_string(g.layout) + " (0 there)");
   if (swiglu && g.n % 16 != 0)
     return invalid_argument("gemm: n = " + str(g.n) + " must be a multiple of 16 for swiglu (gate/up blocks of 8)");
   // Stacked per-group operands are indexed in int32 on the device.

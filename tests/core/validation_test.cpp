@@ -236,6 +236,9 @@ TEST(ConfigValidation, RejectsEachBadKnobNamingTheValue) {
   c.spin_timeout_ms = 0;
   cases.push_back({c, "spin_timeout_ms = 0"});
   c = {};
+  c.weight_grad_band_budget_kb = -4;
+  cases.push_back({c, "weight_grad_band_budget_kb = -4 must be >= 0 (0 = fixed bands)"});
+  c = {};
   c.weight_grad_launch = static_cast<WeightGradLaunch>(7);
   cases.push_back({c, "weight_grad_launch = 7 is not one of auto (0), fused (1), gate-up-later (2), second (3)"});
   for (const Case& k : cases) EXPECT_MENTIONS(failure(validate(k.config, kGood)), k.text);

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "gemm_test_util.h"
+#include "megakernel/gemm/band_order.h"
 #include "support/gpu.h"
 
 namespace detmoe::gemm::testing {
@@ -29,10 +30,11 @@ Case make_case(Layout layout, uint64_t seed) {
   return c;
 }
 
-std::vector<uint8_t> run_bytes(const Case& c, Epilogue e, int32_t grid, unsigned int* tickets = nullptr) {
+std::vector<uint8_t> run_bytes(const Case& c, Epilogue e, int32_t grid, unsigned int* tickets = nullptr,
+                               int32_t band_budget_kb = 0) {
   DeviceProblem d;
   upload_problem(c.p, c.a, c.b, e, d);
-  const Status s = run_problem(c.p, e, d, grid, true, tickets);
+  const Status s = run_problem(c.p, e, d, grid, true, tickets, band_budget_kb);
   EXPECT_TRUE(s.ok()) << s.to_string();
   return download<uint8_t>(d.c, d.c.bytes());
 }
@@ -138,6 +140,45 @@ TEST_P(GemmSchedule, GroupedEqualsEachGroupAlone) {
     const int64_t count = (p.layout == Layout::kWeightGrad ? p.m : r1 - r0) * p.n;
     EXPECT_EQ(std::memcmp(grouped_c + first_row * p.n, single_c, static_cast<size_t>(count) * sizeof(float)), 0)
         << describe(p) << ": group " << g << " differs from running it alone";
+  }
+}
+
+// The weight-grad launches' band budget (GroupedGemm::band_budget_kb) reorders each group's tiles
+// by its rows, m-fastest or n-fastest bands: the same tiles on other CTAs, so the same bits — at
+// budgets whose groups take both orientations (checked with the scheduler's own rule), with the
+// static and the ticket deal, and at a grid far below the tile count.
+TEST(GemmWeightGradOrder, BandBudgetDoesNotChangeBits) {
+  DETMOE_REQUIRE_GPU();
+  Case c = make_case(Layout::kWeightGrad, 26);
+  c.p.m = 1100;  // 9 m-blocks
+  c.p.n = 1800;  // 8 n-blocks
+  c.a = normal_bf16(static_cast<size_t>(c.p.a_rows() * c.p.pitch_a()), 26);
+  c.b = normal_bf16(static_cast<size_t>(c.p.b_rows() * c.p.pitch_b()), 27);
+  const int32_t m_blocks = 9, n_blocks = 8;
+  // At 1,000 KB the 1000-row group takes n-fastest bands (A panels 250 KB, B panels 500 KB: 4
+  // m-blocks or 2 n-blocks per band) and the 300-row group m-fastest ones; both must be covered.
+  bool n_fastest = false, m_fastest = false;
+  for (int32_t g = 0; g < c.p.groups(); ++g) {
+    const int32_t rows = c.p.offsets[g + 1] - c.p.offsets[g];
+    if (rows == 0) continue;
+    const GridOrder o = weight_grad_order(m_blocks, n_blocks, rows, 1000, 128, 256, 8);
+    (o.n_fastest ? n_fastest : m_fastest) = true;
+  }
+  ASSERT_TRUE(n_fastest && m_fastest) << "the case no longer covers both orientations at 1,000 KB";
+  DeviceBuffer counter(sizeof(unsigned int));
+  for (Epilogue e : {Epilogue::kStoreFP32, Epilogue::kStoreBF16}) {
+    const auto fixed = run_bytes(c, e, 132);
+    for (int32_t budget : {1, 64, 1000, 8192, 1 << 20}) {
+      for (int32_t grid : {132, 7}) {
+        for (unsigned int* tickets : {static_cast<unsigned int*>(nullptr), counter.as<unsigned int>()}) {
+          const auto other = run_bytes(c, e, grid, tickets, budget);
+          ASSERT_EQ(fixed.size(), other.size());
+          EXPECT_EQ(std::memcmp(fixed.data(), other.data(), fixed.size()), 0)
+              << describe(c.p) << ", " << to_string(e) << ": band budget " << budget << " KB, grid " << grid
+              << (tickets ? ", tickets" : ", static") << " differs from fixed bands";
+        }
+      }
+    }
   }
 }
 

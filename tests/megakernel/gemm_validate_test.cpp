@@ -72,6 +72,21 @@ TEST(GemmValidate, NamesAMisalignedTicketCounter) {
   EXPECT_TRUE(validate(g).ok());
 }
 
+TEST(GemmValidate, NamesABadBandBudget) {
+  GroupedGemm g = valid_forward();
+  g.band_budget_kb = 8192;
+  expect_invalid(g, "band_budget_kb = 8192 orders weight-grad tiles only, not forward (0 there)");
+  g = valid_forward();
+  g.layout = Layout::kWeightGrad;
+  g.m = 64;
+  g.k = 0;
+  ASSERT_TRUE(validate(g).ok()) << validate(g).to_string();
+  g.band_budget_kb = -1;
+  expect_invalid(g, "band_budget_kb = -1 is negative (0 = fixed bands)");
+  g.band_budget_kb = 8192;
+  EXPECT_TRUE(validate(g).ok());
+}
+
 TEST(GemmValidate, EpiloguesMatchLayouts) {
   GroupedGemm g = valid_forward();
   g.layout = Layout::kDataGrad;

@@ -180,7 +180,9 @@ TEST(MegakernelBackwardD1, GatedLongKDxTilesGiveIdenticalBits) {
 // same order, so every output keeps its bits — with empty experts, partial m-blocks and columns (F = 192, H = 256 and
 // 320), bf16 weight gradients and loopback ranks (each rank's own groups and outputs), and with
 // h recomputed (the second launch reads dh after the dSwiGLU overwrote the recomputed h). The
-// GEMM-core launches' ticket deal (LayerConfig::weight_grad_tickets) is checked the same way.
+// GEMM-core launches' ticket deal (LayerConfig::weight_grad_tickets) and their tile order
+// (LayerConfig::weight_grad_band_budget_kb: the default's, the fixed bands at 0, and 64 KB, where
+// these experts' bands shrink to a few blocks in either orientation) are checked the same way.
 TEST(MegakernelBackwardD1, WeightGradLaunchGivesIdenticalBits) {
   DETMOE_REQUIRE_GPU();
   struct Draw {
@@ -208,6 +210,15 @@ TEST(MegakernelBackwardD1, WeightGradLaunchGivesIdenticalBits) {
         c.weight_grad_tickets = tickets;
         EXPECT_TRUE(bitwise_equal(run_megakernel_once(d.shape, r, 54, c, true), fused))
             << to_string(w) << (tickets ? ", ticket deal" : ", static deal");
+      }
+    }
+    c.weight_grad_launch = WeightGradLaunch::kSecondLaunch;
+    for (int32_t budget : {0, 64}) {
+      for (bool tickets : {false, true}) {
+        c.weight_grad_tickets = tickets;
+        c.weight_grad_band_budget_kb = budget;
+        EXPECT_TRUE(bitwise_equal(run_megakernel_once(d.shape, r, 54, c, true), fused))
+            << "second launch, band budget " << budget << " KB" << (tickets ? ", ticket deal" : ", static deal");
       }
     }
   }

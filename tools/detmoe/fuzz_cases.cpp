@@ -127,6 +127,10 @@ LayerConfig draw_knobs(const FuzzCase& c, int sms) {
   const WeightGradLaunch launches[] = {WeightGradLaunch::kFused, WeightGradLaunch::kGateUpLater,
                                        WeightGradLaunch::kSecondLaunch};
   k.weight_grad_launch = launches[d.uniform(0, 2)];
+  // Drawn last, so the draws above stay those of earlier logs. 0 (fixed bands), a budget that cuts
+  // small experts' grids into bands of a few blocks in either orientation, and the default's.
+  const int32_t band_kb[] = {0, 64, 8192};
+  k.weight_grad_band_budget_kb = band_kb[d.uniform(0, 2)];
   return k;
 }
 
