@@ -38,7 +38,9 @@ void showValue(GradPrecision g, std::ostream& os) { os << to_string(g); }
 namespace {
 
 // The D1 rerun's speed knobs, drawn from the seed: fewer SMs, a comm split and an overlap window,
-// and always the other weight-gradient tile deal (static ↔ tickets). comm_sms stays below num_sms (validate(LayerConfig) refuses a split with no compute SM: the
+// always the other weight-gradient tile deal (static ↔ tickets), and a weight-gradient tile
+// order from the seed (fixed bands, 64 KB bands of a few blocks in either orientation, or 8 MB).
+// comm_sms stays below num_sms (validate(LayerConfig) refuses a split with no compute SM: the
 // session-14 counterexample seed 23339803, P = 4, drew num_sms 4 with comm_sms 4 and failed there,
 // in the test, not in the kernel).
 LayerConfig d1_knobs(LayerConfig base, const Shape& shape, uint64_t seed) {
@@ -47,6 +49,8 @@ LayerConfig d1_knobs(LayerConfig base, const Shape& shape, uint64_t seed) {
   base.comm_sms = static_cast<int32_t>(std::min<int64_t>(comm, base.num_sms - 1));
   base.overlap_rows = static_cast<int32_t>(128 * (seed % 5));
   base.weight_grad_tickets = !base.weight_grad_tickets;
+  const int32_t band_kb[] = {0, 64, 8192};
+  base.weight_grad_band_budget_kb = band_kb[(seed / 5) % 3];
   return base;
 }
 
