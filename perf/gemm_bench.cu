@@ -229,7 +229,19 @@ struct GroupedCase {
   bool baseline = true;  // also timed by gemm_grouped_torch.py (which only writes bf16)
 };
 
-void bench_grouped(benchmark::State& state, const GroupedCase& gc, const std::vector<int32_t>& counts) {
+// The weight-gradient launches' speed knobs as the layer sets them (LayerConfig::
+// weight_grad_band_budget_kb, weight_grad_stream_stores): "ours" keeps the core's defaults (fixed
+// bands, plain stores), the variants time the layer's order and evict-first stores apart and together.
+struct WeightGradKnobs {
+  const char* suffix;
+  int32_t band_budget_kb;
+  bool stream_stores;
+};
+constexpr WeightGradKnobs kWeightGradVariants[] = {
+    {"ours_order", 8192, false}, {"ours_stream", 0, true}, {"ours_order_stream", 8192, true}};
+
+void bench_grouped(benchmark::State& state, const GroupedCase& gc, const std::vector<int32_t>& counts,
+                   WeightGradKnobs knobs = {"ours", 0, false}) {
   const int64_t groups = static_cast<int64_t>(counts.size());
   std::vector<int32_t> offsets{0};
   for (int32_t c : counts) offsets.push_back(offsets.back() + c);
@@ -256,6 +268,8 @@ void bench_grouped(benchmark::State& state, const GroupedCase& gc, const std::ve
   g.a = a.p;
   g.b = b.p;
   g.c = c.p;
+  g.band_budget_kb = knobs.band_budget_kb;
+  g.stream_stores = knobs.stream_stores;
   time_gemm_core(state, flops, g);
   state.counters["rows"] = static_cast<double>(rows);
 }
@@ -355,6 +369,10 @@ int main(int argc, char** argv) {
     grouped.push_back({s.name + "_down_weight_grad", s, Layout::kWeightGrad, s.F, 0, s.H});
     grouped.push_back({s.name + "_down_weight_grad_fp32out", s, Layout::kWeightGrad, s.F, 0, s.H, Epilogue::kStoreFP32, false});
   }
+  // deepseek's up projection's weight gradient (dW_gate_up = dhᵀ·x_recv: m = 2F, n = H), fp32 as the
+  // layer's default; with dW_down above, the layer's two weight-gradient launches.
+  grouped.push_back({deepseek.name + "_up_weight_grad_fp32out", deepseek, Layout::kWeightGrad, deepseek.H, 0,
+                     2 * deepseek.F, Epilogue::kStoreFP32, false});
   // mixtral's (8 experts of 2048 rows, F = 14336): the floor issue 19 measures its forward against.
   const ModelShape mixtral{"mixtral-8x7b", 8192, 4096, 14336, 8, 2};
   for (const ModelShape& s : {gpt_oss, mixtral}) {
@@ -370,6 +388,12 @@ int main(int argc, char** argv) {
     if (s.name == mixtral.name) grouped.push_back({s.name + "_down_data_grad", s, Layout::kDataGrad, s.F, s.H, 0});
     grouped.push_back({s.name + "_up_data_grad", s, Layout::kDataGrad, s.H, 2 * s.F, 0});
   }
+  // mixtral's two weight-gradient launches as the layer runs them (fp32 out): dW_down (m = H, n = F)
+  // and dW_gate_up (m = 2F, n = H).
+  grouped.push_back({mixtral.name + "_down_weight_grad_fp32out", mixtral, Layout::kWeightGrad, mixtral.F, 0, mixtral.H,
+                     Epilogue::kStoreFP32, false});
+  grouped.push_back({mixtral.name + "_up_weight_grad_fp32out", mixtral, Layout::kWeightGrad, mixtral.H, 0,
+                     2 * mixtral.F, Epilogue::kStoreFP32, false});
   write_segments(grouped, counts);
   for (const auto& gc : grouped) {
     const auto& cnt = counts.at(gc.shape.name);
@@ -378,7 +402,15 @@ int main(int argc, char** argv) {
         ->UseManualTime()
         ->Iterations(kTimedLaunches)
         ->Unit(benchmark::kMillisecond);
-    if (gc.layout == Layout::kWeightGrad) continue;
+    if (gc.layout == Layout::kWeightGrad) {
+      for (const WeightGradKnobs& knobs : kWeightGradVariants)
+        benchmark::RegisterBenchmark(("gemm/grouped/" + gc.name + "/" + knobs.suffix).c_str(),
+                                     [gc, cnt, knobs](benchmark::State& st) { bench_grouped(st, gc, cnt, knobs); })
+            ->UseManualTime()
+            ->Iterations(kTimedLaunches)
+            ->Unit(benchmark::kMillisecond);
+      continue;
+    }
     benchmark::RegisterBenchmark(("gemm/grouped/" + gc.name + "/cublas_per_expert").c_str(),
                                  [gc, cnt](benchmark::State& st) { bench_grouped_cublas(st, gc, cnt); })
         ->UseManualTime()

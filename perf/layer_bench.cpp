@@ -45,6 +45,8 @@
 //   --wgrad-band-kb=N: LayerConfig::weight_grad_band_budget_kb (default: the config's; 0 = the GEMM
 //            core's fixed bands), the weight-gradient launches' tile order; a speed knob, set once
 //            per process like --wgrad-tickets.
+//   --wgrad-stream=0|1: LayerConfig::weight_grad_stream_stores (default: the config's), the
+//            weight-gradient launches' evict-first stores; set once per process like --wgrad-tickets.
 //   --wgrad-launch=auto|fused|gate-up-later|second: LayerConfig::weight_grad_launch (default auto). The names
 //            do not carry it, so that A/B calls compare the same rows across settings.
 //   --knobs=C:R[,C:R...]: megakernel LayerConfig settings to time, comm_sms C and overlap_rows R
@@ -182,6 +184,13 @@ std::optional<int32_t>& wgrad_band_kb() {
   return v;
 }
 
+// --wgrad-stream=0|1, set once from the command line (LayerConfig::weight_grad_stream_stores; unset:
+// the config's default).
+std::optional<bool>& wgrad_stream() {
+  static std::optional<bool> v;
+  return v;
+}
+
 ProblemSession& session_for(const std::string& impl, const std::string& shape_name, const std::string& routing,
                             const Variant& v, uint64_t seed) {
   Current& c = current();
@@ -208,6 +217,7 @@ ProblemSession& session_for(const std::string& impl, const std::string& shape_na
   config.weight_grad_launch = wgrad_launch();
   if (wgrad_tickets()) config.weight_grad_tickets = *wgrad_tickets();
   if (wgrad_band_kb()) config.weight_grad_band_budget_kb = *wgrad_band_kb();
+  if (wgrad_stream()) config.weight_grad_stream_stores = *wgrad_stream();
   auto s = ProblemSession::create(impl, shape, *r, seed, std::shared_ptr<RowExchange>(std::move(*ex)), config, options,
                                   /*write_y=*/false);
   check(s.status(), "ProblemSession::create");
@@ -500,6 +510,8 @@ int main(int argc, char** argv) {
     else if (a == "--grad-dtype=fp32") o.bf16_grads = false;
     else if (a == "--wgrad-tickets=0") wgrad_tickets() = false;
     else if (a == "--wgrad-tickets=1") wgrad_tickets() = true;
+    else if (a == "--wgrad-stream=0") wgrad_stream() = false;
+    else if (a == "--wgrad-stream=1") wgrad_stream() = true;
     else if (const char* v = value("--wgrad-band-kb=")) {
       char* end = nullptr;
       const long kb = std::strtol(v, &end, 10);

@@ -59,6 +59,10 @@ struct LayerConfig {
   // tiles' K is the expert's rows, so an expert's grid spans many waves and fixed bands re-read the
   // second operand once per band (docs/PERF.md session 40). Speed only.
   int32_t weight_grad_band_budget_kb = 8192;
+  // The weight-gradient launches store their output with an L2 evict-first priority
+  // (gemm::GroupedGemm::stream_stores): the gradients are not read again in the step, and their
+  // fp32 tiles would otherwise push the operand panels that later tiles re-read out of L2. Speed only.
+  bool weight_grad_stream_stores = true;
   // Bound of every device spin-wait, in milliseconds, before the launch fails with kDeviceTimeout.
   int32_t spin_timeout_ms = 2000;
 };

@@ -80,6 +80,11 @@ struct GroupedGemm {
   // a group's tiles span many waves, and fixed m-bands re-read B once per band. Changes speed,
   // never bits.
   int32_t band_budget_kb = 0;
+  // C's TMA stores with an L2 evict-first priority, so an output that nothing in the launch reads
+  // again streams through L2 without displacing operand panels that later tiles read (the layer's
+  // fp32 weight gradients write 3.7 GB per launch on mixtral-8x7b while re-reading their operands:
+  // docs/PERF.md sessions 37 and 40). Changes speed, never bits.
+  bool stream_stores = false;
 };
 
 // Block shape and pipeline depth of one launch: a pure function of (layout, n, k), never of

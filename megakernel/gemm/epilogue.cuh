@@ -47,7 +47,7 @@ struct EpilogueTile {
 // read), fill it with `write`, and let the issuer store it.
 template <int kSlabs, class Write>
 DETMOE_DEVICE void store_slab(uint32_t slab, uint32_t barrier_id, bool issuer, const CUtensorMap* map, int32_t col,
-                              int32_t row, int32_t row_end, Write&& write) {
+                              int32_t row, int32_t row_end, Write&& write, ptx::L2Policy policy = {0, false}) {
   if (issuer) ptx::bulk_wait_group_read<kSlabs - 1>();
   ptx::named_barrier_sync(barrier_id, 128);
   write(slab);
@@ -55,7 +55,7 @@ DETMOE_DEVICE void store_slab(uint32_t slab, uint32_t barrier_id, bool issuer, c
   ptx::named_barrier_sync(barrier_id, 128);
   if (issuer) {
     const RaggedCoords rc = ragged_coords(row, row_end, 64);
-    ptx::tma_store_3d(map, slab, col, rc.y, rc.z);
+    ptx::tma_store_3d(map, slab, col, rc.y, rc.z, policy);
     ptx::bulk_commit_group();
   }
 }
@@ -74,9 +74,12 @@ class SlabStore {
                            Write&& write) {
     if (col >= col_limit || row >= row_end) return;
     const uint32_t slab = (count_ & 1u) ? slab1_ : slab0_;  // a select: an indexed array would live in local memory
-    store_slab<2>(slab, barrier_id_, issuer_, map, col, row, row_end, write);
+    store_slab<2>(slab, barrier_id_, issuer_, map, col, row, row_end, write, policy_);
     ++count_;
   }
+
+  // The stores' L2 eviction priority from here on (GroupedGemm::stream_stores).
+  DETMOE_DEVICE void hint_stores(ptx::L2Policy policy) { policy_ = policy; }
 
   // Before the CTA exits: its stores must finish reading shared memory.
   DETMOE_DEVICE void drain() const {
@@ -89,6 +92,7 @@ class SlabStore {
   uint32_t barrier_id_;
   bool issuer_;
   uint32_t count_ = 0;
+  ptx::L2Policy policy_ = {0, false};
 };
 
 // SlabStore over kSlabs consecutive slabs (64 × 128 bytes each) from `first`: for a caller with

@@ -159,6 +159,7 @@ DETMOE_DEVICE void run_consumer(int wg, const CUtensorMap* map_c, const CUtensor
     if (p.store_h) ptx::prefetch_tensor_map(map_h);
   }
   SlabStore out(smem.staging(wg, 0), smem.staging(wg, 1), /*barrier_id=*/1 + wg, issuer);
+  if (p.stream_stores != 0 && issuer) out.hint_stores(ptx::l2_policy_evict_first());
   TileDeal<kLayout, Cfg> deal(p, tickets, ring);
   PipelineState<Cfg::kStages> st;
   float acc[Cfg::kAccumulators];

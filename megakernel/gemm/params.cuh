@@ -20,6 +20,7 @@ struct KernelParams {
 
   unsigned int* tickets;  // the dynamic tile deal's counter, zero at launch; nullptr = static deal
   int32_t band_budget_kb;  // kWeightGrad: GroupedGemm::band_budget_kb (0 = fixed bands)
+  int32_t stream_stores;   // C's TMA stores evict-first in L2 (GroupedGemm::stream_stores)
 };
 
 }  // namespace detmoe::gemm

@@ -134,6 +134,7 @@ Status run(const GroupedGemm& g, cudaStream_t stream) {
   p.store_h = g.epilogue == Epilogue::kSwiGLU && g.h != nullptr ? 1 : 0;
   p.tickets = g.tile_tickets;
   p.band_budget_kb = g.band_budget_kb;
+  p.stream_stores = g.stream_stores ? 1 : 0;
   const int grid = g.grid_ctas > 0 ? g.grid_ctas : info->sms;
   if (g.tile_tickets != nullptr)
     DETMOE_RETURN_IF_ERROR(cuda_status(cudaMemsetAsync(g.tile_tickets, 0, sizeof(unsigned int), stream),

@@ -131,7 +131,7 @@ Status Layer::backward(const LayerBackwardArgs& args, cudaStream_t stream) {
   mark_phase(stream, "fused backward launch");
   if (!later.any()) return Status::Ok();
   return mk::routed_weight_grads(sh, m.sizes.capacity, m.ws, args.outputs, fp32, later, m.grid,
-                                 m.config.weight_grad_tickets, m.config.weight_grad_band_budget_kb, stream);
+                                 m.config, stream);
 }
 
 }  // namespace detmoe

@@ -21,7 +21,7 @@ __global__ void rank_group_offsets_kernel(const int32_t* expert_offset, const in
 
 // C [groups·m, n] = Σ over each group's rows of A[r, :]ᵀ·B[r, :].
 Status weight_grad(int64_t rows, int64_t m, int64_t n, int32_t groups, const int32_t* offsets, const uint16_t* a,
-                   const uint16_t* b, void* c, bool fp32, int grid, unsigned int* tickets, int32_t band_budget_kb,
+                   const uint16_t* b, void* c, bool fp32, int grid, unsigned int* tickets, const LayerConfig& config,
                    cudaStream_t stream, const char* what, int64_t rank) {
   gemm::GroupedGemm g;
   g.layout = gemm::Layout::kWeightGrad;
@@ -39,7 +39,8 @@ Status weight_grad(int64_t rows, int64_t m, int64_t n, int32_t groups, const int
   g.ldc = n;
   g.grid_ctas = grid;
   g.tile_tickets = tickets;
-  g.band_budget_kb = band_budget_kb;
+  g.band_budget_kb = config.weight_grad_band_budget_kb;
+  g.stream_stores = config.weight_grad_stream_stores;
   if (const Status s = gemm::run(g, stream); !s.ok())
     return Status(s.code(), "backward: " + std::string(what) + " of rank " + std::to_string(rank) + ": " + s.message());
   mark_phase(stream, what);
@@ -60,10 +61,10 @@ Status rank_group_offsets(const Shape& shape, const Workspace& ws, cudaStream_t 
 
 Status routed_weight_grads(const Shape& shape, int64_t capacity, const Workspace& ws,
                            std::span<const DeviceGradOutputs> outputs, bool fp32, LaterWeightGrads which, int grid,
-                           bool tickets, int32_t band_budget_kb, cudaStream_t stream) {
+                           const LayerConfig& config, cudaStream_t stream) {
   // One counter for every launch (layout_backward_workspace always carves it): they run one after
   // another on `stream`, each zeroing it first.
-  unsigned int* const deal = tickets ? ws.wgrad_tickets : nullptr;
+  unsigned int* const deal = config.weight_grad_tickets ? ws.wgrad_tickets : nullptr;
   const int64_t P = shape.P, H = shape.H, F = shape.F;
   const int32_t epr = static_cast<int32_t>(shape.experts_per_rank());
   if (static_cast<int64_t>(outputs.size()) != P)
@@ -72,13 +73,12 @@ Status routed_weight_grads(const Shape& shape, int64_t capacity, const Workspace
   for (int64_t r = 0; r < P; ++r) {
     const int32_t* offsets = ws.rank_group_offsets + r * (epr + 1);
     if (which.down)
-      DETMOE_RETURN_IF_ERROR(weight_grad(capacity, H, F, epr, offsets, ws.dy + r * capacity * H,
-                                         ws.act + r * capacity * F, outputs[r].dw_down, fp32, grid, deal, band_budget_kb, stream, "dW_down",
-                                         r));
+      DETMOE_RETURN_IF_ERROR(weight_grad(capacity, H, F, epr, offsets, ws.dy + r * capacity * H, ws.act + r * capacity * F,
+                                         outputs[r].dw_down, fp32, grid, deal, config, stream, "dW_down", r));
     if (which.gate_up)
       DETMOE_RETURN_IF_ERROR(weight_grad(capacity, 2 * F, H, epr, offsets, ws.dh + r * capacity * 2 * F,
-                                         ws.recv + r * capacity * H, outputs[r].dw_gate_up, fp32, grid, deal, band_budget_kb, stream,
-                                         "dW_gate_up", r));
+                                         ws.recv + r * capacity * H, outputs[r].dw_gate_up, fp32, grid, deal, config,
+                                         stream, "dW_gate_up", r));
   }
   return Status::Ok();
 }

@@ -32,6 +32,33 @@ DETMOE_DEVICE void tma_store_3d(const CUtensorMap* map, uint32_t src_smem_addr, 
                : "memory");
 }
 
+// An L2 eviction priority (createpolicy over the whole access, fraction 1.0), or none: `hinted`
+// false issues the plain instruction. A hint moves no bits, only what L2 keeps.
+struct L2Policy {
+  uint64_t bits;
+  bool hinted;
+};
+DETMOE_DEVICE L2Policy l2_policy_evict_first() {
+  uint64_t bits;
+  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(bits));
+  return {bits, true};
+}
+
+// tma_store_3d under an L2 eviction policy (evict-first: the output streams through L2 without
+// displacing operands that later tiles read again).
+DETMOE_DEVICE void tma_store_3d(const CUtensorMap* map, uint32_t src_smem_addr, int32_t c0, int32_t c1, int32_t c2,
+                                L2Policy policy) {
+  if (!policy.hinted) {
+    tma_store_3d(map, src_smem_addr, c0, c1, c2);
+    return;
+  }
+  asm volatile(
+      "cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group.L2::cache_hint [%0, {%2, %3, %4}], [%1], %5;" ::"l"(
+          reinterpret_cast<uint64_t>(map)),
+      "r"(src_smem_addr), "r"(c0), "r"(c1), "r"(c2), "l"(policy.bits)
+      : "memory");
+}
+
 // Plain (non-tensor) bulk copy of `bytes` from global to shared memory, completing on `bar`.
 // Both addresses 16-byte aligned, `bytes` a multiple of 16.
 DETMOE_DEVICE void bulk_load(void* dst, const void* src, uint32_t bytes, uint64_t* bar) {

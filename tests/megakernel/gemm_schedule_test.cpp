@@ -31,10 +31,10 @@ Case make_case(Layout layout, uint64_t seed) {
 }
 
 std::vector<uint8_t> run_bytes(const Case& c, Epilogue e, int32_t grid, unsigned int* tickets = nullptr,
-                               int32_t band_budget_kb = 0) {
+                               int32_t band_budget_kb = 0, bool stream_stores = false) {
   DeviceProblem d;
   upload_problem(c.p, c.a, c.b, e, d);
-  const Status s = run_problem(c.p, e, d, grid, true, tickets, band_budget_kb);
+  const Status s = run_problem(c.p, e, d, grid, true, tickets, band_budget_kb, stream_stores);
   EXPECT_TRUE(s.ok()) << s.to_string();
   return download<uint8_t>(d.c, d.c.bytes());
 }
@@ -103,6 +103,22 @@ TEST_P(GemmSchedule, TicketDealDoesNotChangeBits) {
   }
 }
 
+// Evict-first stores (GroupedGemm::stream_stores) change what L2 keeps, not what is stored: every
+// layout and store epilogue gives the same bits with them, at two grids.
+TEST_P(GemmSchedule, StreamStoresDoNotChangeBits) {
+  DETMOE_REQUIRE_GPU();
+  const Case c = make_case(GetParam(), 27);
+  for (Epilogue e : {Epilogue::kStoreFP32, Epilogue::kStoreBF16}) {
+    const auto plain = run_bytes(c, e, 132);
+    for (int32_t grid : {132, 17}) {
+      const auto hinted = run_bytes(c, e, grid, nullptr, 0, true);
+      ASSERT_EQ(plain.size(), hinted.size());
+      EXPECT_EQ(std::memcmp(plain.data(), hinted.data(), plain.size()), 0)
+          << describe(c.p) << ", " << to_string(e) << ": evict-first stores at grid " << grid << " differ";
+    }
+  }
+}
+
 TEST_P(GemmSchedule, RerunGivesIdenticalBits) {
   DETMOE_REQUIRE_GPU();
   const Case c = make_case(GetParam(), 22);
@@ -146,7 +162,7 @@ TEST_P(GemmSchedule, GroupedEqualsEachGroupAlone) {
 // The weight-grad launches' band budget (GroupedGemm::band_budget_kb) reorders each group's tiles
 // by its rows, m-fastest or n-fastest bands: the same tiles on other CTAs, so the same bits — at
 // budgets whose groups take both orientations (checked with the scheduler's own rule), with the
-// static and the ticket deal, and at a grid far below the tile count.
+// static and the ticket deal, at a grid far below the tile count, and with evict-first stores.
 TEST(GemmWeightGradOrder, BandBudgetDoesNotChangeBits) {
   DETMOE_REQUIRE_GPU();
   Case c = make_case(Layout::kWeightGrad, 26);
@@ -171,11 +187,13 @@ TEST(GemmWeightGradOrder, BandBudgetDoesNotChangeBits) {
     for (int32_t budget : {1, 64, 1000, 8192, 1 << 20}) {
       for (int32_t grid : {132, 7}) {
         for (unsigned int* tickets : {static_cast<unsigned int*>(nullptr), counter.as<unsigned int>()}) {
-          const auto other = run_bytes(c, e, grid, tickets, budget);
+          const bool stream = grid == 7;
+          const auto other = run_bytes(c, e, grid, tickets, budget, stream);
           ASSERT_EQ(fixed.size(), other.size());
           EXPECT_EQ(std::memcmp(fixed.data(), other.data(), fixed.size()), 0)
               << describe(c.p) << ", " << to_string(e) << ": band budget " << budget << " KB, grid " << grid
-              << (tickets ? ", tickets" : ", static") << " differs from fixed bands";
+              << (tickets ? ", tickets" : ", static") << (stream ? ", evict-first stores" : "")
+              << " differs from fixed bands";
         }
       }
     }

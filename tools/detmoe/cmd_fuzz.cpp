@@ -2,8 +2,8 @@
 // registry, each checked for
 //   D0   a rerun gives the same bits (every output);
 //   D1   a run with drawn speed knobs (num_sms, comm_sms, overlap_rows, save_h,
-//        weight_grad_launch, weight_grad_band_budget_kb) gives the same bits, for implementations
-//        that have knobs;
+//        weight_grad_launch, weight_grad_band_budget_kb, weight_grad_stream_stores) gives the same
+//        bits, for implementations that have knobs;
 //   vs   the --against implementation within the docs/NUMERICS.md tolerance, and bitwise on the
 //        outputs named by --bitwise (the megakernel's out and y equal the reference's);
 //   D2   the same global problem split over another EP size gives the same bits (every output
@@ -126,9 +126,11 @@ class Checker {
     if (impl_.run_with_knobs && sms_ > 0) {
       const LayerConfig knobs = draw_knobs(c, sms_);
       const std::string what =
-          fmt::format("num_sms={} comm_sms={} overlap_rows={} save_h={} weight_grad_launch={} weight_grad_band_kb={}",
+          fmt::format("num_sms={} comm_sms={} overlap_rows={} save_h={} weight_grad_launch={} weight_grad_band_kb={} "
+                      "weight_grad_stream={}",
                       knobs.num_sms, knobs.comm_sms, knobs.overlap_rows, knobs.save_h,
-                      to_string(knobs.weight_grad_launch), knobs.weight_grad_band_budget_kb);
+                      to_string(knobs.weight_grad_launch), knobs.weight_grad_band_budget_kb,
+                      knobs.weight_grad_stream_stores);
       auto tuned = impl_.run_with_knobs(p, knobs);
       if (!tuned.ok()) {
         if (tuned.status().code() != ErrorCode::kInvalidArgument && !refusal(tuned.status()))
