@@ -69,12 +69,14 @@ struct GridOrder {
 };
 
 // Tile `local` of an m_blocks × n_blocks grid in order `o`: band_coords for m-fastest bands, its
-// transpose for n-fastest ones. With `balanced`, bands of near-equal height (balanced_band_coords).
+// transpose for n-fastest ones. With `balanced`, bands of near-equal height (balanced_band_coords,
+// whose tile numbers are 32-bit: a grid beyond that keeps plain bands).
 DETMOE_HOST_DEVICE BandCoords ordered_band_coords(int64_t local, int32_t m_blocks, int32_t n_blocks, GridOrder o,
                                                   bool balanced) {
   const int32_t outer = o.n_fastest ? n_blocks : m_blocks, inner = o.n_fastest ? m_blocks : n_blocks;
-  const BandCoords c = balanced ? balanced_band_coords(static_cast<int32_t>(local), outer, inner, o.band)
-                                : band_coords(local, outer, inner, o.band);
+  const bool fits = static_cast<int64_t>(m_blocks) * n_blocks <= INT32_MAX;
+  const BandCoords c = balanced && fits ? balanced_band_coords(static_cast<int32_t>(local), outer, inner, o.band)
+                                        : band_coords(local, outer, inner, o.band);
   return o.n_fastest ? BandCoords{c.n_block, c.m_block} : c;
 }
 
