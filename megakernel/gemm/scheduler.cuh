@@ -2,10 +2,10 @@
 //
 // Tiles are numbered group by group; inside a group in bands of kBandRows m-blocks (m fastest)
 // for L2 reuse — or, for kWeightGrad with a band budget (KernelParams::band_budget_kb), in the
-// group's own order by its rows (band_order.h weight_grad_order). Which tiles a CTA runs is the deal's (TileDeal in kernel.cuh: c, c + grid, … or
-// tickets); the ids a CTA runs only grow, so each CTA walks the group offsets forward once:
-// amortised O(groups) loads, no table, no host sync, and a group with no tiles (zero rows in
-// kForward / kDataGrad) costs one step of that walk. Producer and consumers each run their own
+// group's own order by its rows (band_order.h weight_grad_order). Which tiles a CTA runs is the
+// deal's (TileDeal in kernel.cuh: c, c + grid, … or tickets); the ids a CTA runs only grow, so
+// each CTA walks the group offsets forward once: amortised O(groups) loads, no table, no host
+// sync, and a group with no tiles (zero rows in kForward / kDataGrad) costs one step of that walk. Producer and consumers each run their own
 // copy of this walk and see the same tile sequence. The tile → CTA assignment changes speed
 // only: a tile's bits depend on its coordinates alone.
 #pragma once
