@@ -57,23 +57,38 @@ def schedule(tiles, ctas, k_blocks, deal, speed, noise, rng, spread=0.0):
     return reads
 
 
+class LruL2:
+    """An LRU cache of `capacity` bytes standing in for L2 (also wgrad_order_dram.py's): read()
+    returns the bytes it fetched from DRAM (0 on a hit); write() allocates a line without reading
+    it, as the most recent one or, `evict_first`, as the next to go."""
+
+    def __init__(self, capacity):
+        self.capacity, self.lines, self.used = capacity, OrderedDict(), 0
+
+    def read(self, key, size):
+        if key in self.lines:
+            self.lines.move_to_end(key)
+            return 0
+        self._insert(key, size, False)
+        return size
+
+    def write(self, key, size, evict_first=False):
+        self._insert(key, size, evict_first)
+
+    def _insert(self, key, size, first_out):
+        self.lines[key] = size
+        if first_out:
+            self.lines.move_to_end(key, last=False)
+        self.used += size
+        while self.used > self.capacity:
+            _, s = self.lines.popitem(last=False)
+            self.used -= s
+
+
 def dram_bytes(reads, l2_bytes, a_bytes, b_bytes):
     reads.sort(key=lambda r: r[0])
-    cache = OrderedDict()
-    used = 0
-    missed = 0
-    for _, key in reads:
-        if key in cache:
-            cache.move_to_end(key)
-            continue
-        size = a_bytes if key[0] == "a" else b_bytes
-        missed += size
-        cache[key] = size
-        used += size
-        while used > l2_bytes:
-            _, s = cache.popitem(last=False)
-            used -= s
-    return missed
+    l2 = LruL2(l2_bytes)
+    return sum(l2.read(key, a_bytes if key[0] == "a" else b_bytes) for _, key in reads)
 
 
 def main():

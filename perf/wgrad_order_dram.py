@@ -29,7 +29,7 @@ import argparse
 import heapq
 import math
 import random
-from collections import OrderedDict
+from tile_drift_dram import LruL2
 
 # (experts, m, n, rows per expert) of each named launch, balanced routing (core/shapes.cpp).
 LAUNCHES = {
@@ -86,23 +86,12 @@ def simulate(experts, m, n, rows, order, l2_bytes, out_bytes, stores, ctas, spee
             heapq.heappush(free, (t, c))
     events.sort(key=lambda e: e[0])
     a_bytes, b_bytes, c_bytes = TILE_M * KBLOCK * 2, TILE_N * KBLOCK * 2, TILE_M * TILE_N * out_bytes
-    cache, used, missed = OrderedDict(), 0, 0
+    l2, missed = LruL2(l2_bytes), 0
     for _, kind, key in events:
         if kind == 0:
-            if key in cache:
-                cache.move_to_end(key)
-                continue
-            size = a_bytes if key[0] == "a" else b_bytes
-            missed += size
+            missed += l2.read(key, a_bytes if key[0] == "a" else b_bytes)
         else:
-            size = c_bytes
-        cache[key] = size
-        if kind == 1 and stores == "stream":
-            cache.move_to_end(key, last=False)
-        used += size
-        while used > l2_bytes:
-            _, s = cache.popitem(last=False)
-            used -= s
+            l2.write(key, c_bytes, evict_first=stores == "stream")
     return missed
 
 
