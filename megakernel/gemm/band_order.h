@@ -83,16 +83,21 @@ DETMOE_HOST_DEVICE BandCoords ordered_band_coords(int64_t local, int32_t m_block
 // The order of a weight-gradient group of `rows` rows whose band keeps at most `budget_kb` KB of
 // operand panels (a 128-column A panel holds block_m · rows bf16 values, a B panel block_n · rows):
 // the orientation that reads fewer bytes, counting the banded operand once and the other once per
-// band; ties keep m-fastest bands. budget_kb ≤ 0 or an empty group: today's `fixed_band`
-// m-blocks. Depends on the group's size only through speed: a tile's bits are its coordinates'.
+// band; ties keep m-fastest bands. A band is never narrower than `fixed_band` blocks (or the whole
+// grid): a group of many rows (a hot expert's thousands) has long tiles whose concurrent
+// neighbours share k-slices as in the fixed bands, and a narrower band would have the tiles in
+// flight read more distinct slices at every k. budget_kb ≤ 0 or an empty group: today's
+// `fixed_band` m-blocks. Depends on the group's size only through speed: a tile's bits are its
+// coordinates'.
 DETMOE_HOST_DEVICE GridOrder weight_grad_order(int32_t m_blocks, int32_t n_blocks, int32_t rows, int32_t budget_kb,
                                                int32_t block_m, int32_t block_n, int32_t fixed_band) {
   if (budget_kb <= 0 || rows <= 0 || m_blocks <= 0 || n_blocks <= 0) return {fixed_band, false};
   const int64_t budget = static_cast<int64_t>(budget_kb) * 1024;
   const int64_t a_panel = static_cast<int64_t>(block_m) * rows * 2, b_panel = static_cast<int64_t>(block_n) * rows * 2;
-  const int64_t bm64 = budget / a_panel, bn64 = budget / b_panel;
-  const int32_t bm = bm64 < 1 ? 1 : (bm64 > m_blocks ? m_blocks : static_cast<int32_t>(bm64));
-  const int32_t bn = bn64 < 1 ? 1 : (bn64 > n_blocks ? n_blocks : static_cast<int32_t>(bn64));
+  const int64_t bm64 = budget / a_panel < fixed_band ? fixed_band : budget / a_panel;
+  const int64_t bn64 = budget / b_panel < fixed_band ? fixed_band : budget / b_panel;
+  const int32_t bm = bm64 > m_blocks ? m_blocks : static_cast<int32_t>(bm64);
+  const int32_t bn = bn64 > n_blocks ? n_blocks : static_cast<int32_t>(bn64);
   // Bytes in units of rows · 2: A is m_blocks panels of block_m columns, B n_blocks of block_n.
   const int64_t a_once = static_cast<int64_t>(m_blocks) * block_m, b_once = static_cast<int64_t>(n_blocks) * block_n;
   const int64_t m_bands = (m_blocks + bm - 1) / bm, n_bands = (n_blocks + bn - 1) / bn;

@@ -4,7 +4,9 @@
 // launches get.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "megakernel/gemm/band_order.h"
@@ -90,18 +92,23 @@ TEST(GemmBandOrder, NamedLaunchesAtEightMegabytes) {
   }
 }
 
-// Bands shrink as the group's rows grow (a hot expert's panels are larger) and never exceed the
-// grid or fall below one block.
+// Bands shrink as the group's rows grow (a hot expert's panels are larger), down to the fixed
+// bands' 8 blocks (a long group's concurrent tiles share k-slices, as in the fixed bands), and
+// never exceed the grid.
 TEST(GemmBandOrder, BandsFollowTheGroupsRows) {
-  EXPECT_EQ(order_of(4096, 14336, 512, 8192).band, 32);  // 0.125 MB A panels: the whole A (32 m-blocks)
-  const GridOrder hot = order_of(4096, 14336, 65536, 8192);  // 16 MB A panels
-  EXPECT_EQ(hot.band, 1);
+  EXPECT_EQ(order_of(4096, 14336, 512, 8192).band, 32);   // 0.125 MB A panels: the whole A (32 m-blocks)
+  EXPECT_EQ(order_of(4096, 14336, 4096, 8192).band, 8);   // 1 MB A panels: 8 m-blocks
+  const GridOrder hot = order_of(28672, 4096, 65536, 8192);  // 16 MB A panels, 32 MB B panels
+  EXPECT_EQ(hot.band, kFixedBand);
+  EXPECT_TRUE(hot.n_fastest);  // A twice (16 n-blocks in bands of 8) reads less than B 28 times
   for (int32_t rows : {1, 64, 2048, 9424, 1 << 20}) {
     for (int32_t budget : {1, 512, 8192, 1 << 20}) {
-      const int32_t m_blocks = 45, n_blocks = 12;
-      const GridOrder o = weight_grad_order(m_blocks, n_blocks, rows, budget, kBlockM, kBlockN, kFixedBand);
-      EXPECT_GE(o.band, 1) << rows << " rows, " << budget << " KB";
-      EXPECT_LE(o.band, o.n_fastest ? n_blocks : m_blocks) << rows << " rows, " << budget << " KB";
+      for (const auto& [m_blocks, n_blocks] : {std::pair{45, 12}, std::pair{3, 5}}) {
+        const GridOrder o = weight_grad_order(m_blocks, n_blocks, rows, budget, kBlockM, kBlockN, kFixedBand);
+        const int32_t blocks = o.n_fastest ? n_blocks : m_blocks;
+        EXPECT_GE(o.band, std::min(kFixedBand, blocks)) << rows << " rows, " << budget << " KB";
+        EXPECT_LE(o.band, blocks) << rows << " rows, " << budget << " KB";
+      }
     }
   }
 }

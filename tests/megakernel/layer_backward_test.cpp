@@ -181,8 +181,8 @@ TEST(MegakernelBackwardD1, GatedLongKDxTilesGiveIdenticalBits) {
 // 320), bf16 weight gradients and loopback ranks (each rank's own groups and outputs), and with
 // h recomputed (the second launch reads dh after the dSwiGLU overwrote the recomputed h). The
 // GEMM-core launches' ticket deal (LayerConfig::weight_grad_tickets) and their tile order
-// (LayerConfig::weight_grad_band_budget_kb: the default's, the fixed bands at 0, and 64 KB, where
-// these experts' bands shrink to a few blocks in either orientation) and stores
+// (LayerConfig::weight_grad_band_budget_kb: the default's, the fixed bands at 0, and 64 KB, the
+// narrowest bands in whichever orientation reads less) and stores
 // (weight_grad_stream_stores, evict-first by default) are checked the same way.
 TEST(MegakernelBackwardD1, WeightGradLaunchGivesIdenticalBits) {
   DETMOE_REQUIRE_GPU();

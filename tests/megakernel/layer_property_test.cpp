@@ -39,7 +39,7 @@ namespace {
 
 // The D1 rerun's speed knobs, drawn from the seed: fewer SMs, a comm split and an overlap window,
 // always the other weight-gradient tile deal (static ↔ tickets), and a weight-gradient tile
-// order from the seed (fixed bands, 64 KB bands of a few blocks in either orientation, or 8 MB)
+// order from the seed (fixed bands, the narrowest bands at 64 KB in either orientation, or 8 MB)
 // and the other kind of weight-gradient store (evict-first ↔ plain).
 // comm_sms stays below num_sms (validate(LayerConfig) refuses a split with no compute SM: the
 // session-14 counterexample seed 23339803, P = 4, drew num_sms 4 with comm_sms 4 and failed there,
