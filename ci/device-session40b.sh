@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Session 40's call B, the mechanism behind call A's rounds (trees as ci/device-session40.sh's):
-# 1. the layer's four weight-gradient GEMMs of deepseek-v3 and mixtral-8x7b (fp32 out) in the GEMM
-#    core, time and J per launch: ours (fixed bands, plain stores) / ours_order / ours_stream /
-#    ours_order_stream (detmoe_perf_gemm, median of 30 launches);
+# 1. the layer's weight-gradient GEMMs of deepseek-v3, mixtral-8x7b and gpt-oss-120b (fp32 out) in
+#    the GEMM core, time and J per launch: ours (fixed bands, plain stores) / ours_order /
+#    ours_stream / ours_order_stream / ours_ring (the deep store ring) / ours_order_stream_ring
+#    (detmoe_perf_gemm, median of 30 launches);
 # 2. ncu DRAM bytes and SM clock of ours against ours_order_stream (and ours_order on mixtral's
 #    dW_gate_up) — the prediction is perf/wgrad_order_dram.py's (docs/PERF.md "Session 40");
 # 3. bits: every output of main and lw on one problem whose dx tiles the gate holds and whose
@@ -12,9 +13,9 @@ source "$(dirname "$0")/device-call.sh"
 use_prebuilt .abbin2
 nvidia-smi --query-gpu=name,clocks.max.sm,power.limit --format=csv,noheader
 step "weight-gradient GEMMs ($(left) s left)"
-timeout 120 .abbin2/lw/detmoe_perf_gemm --benchmark_filter='grouped/(deepseek-v3|mixtral-8x7b)_(up|down)_weight_grad_fp32out/' \
+timeout 180 .abbin2/lw/detmoe_perf_gemm --benchmark_filter='grouped/(deepseek-v3|mixtral-8x7b|gpt-oss-120b)_(up|down)_weight_grad_fp32out/' \
   --benchmark_out="$OUT/wgrad-gemm.json" --benchmark_out_format=json >"$OUT/wgrad-gemm.log" 2>&1
-echo "exit $?"; python3 perf/bench_medians.py "$OUT/wgrad-gemm.json" --strip gemm/grouped/ 2>&1 | head -20
+echo "exit $?"; python3 perf/bench_medians.py "$OUT/wgrad-gemm.json" --strip gemm/grouped/ 2>&1 | head -40
 step "bits: main against lw ($(left) s left)"
 problem="--T 2048 --H 4096 --F 8192 --E 4 --k 2 --seed 7"
 timeout 60 .abbin2/main/detmoe run $problem --write-inputs /tmp/in.safetensors >"$OUT/bits.log" 2>&1
