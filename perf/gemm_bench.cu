@@ -232,16 +232,21 @@ struct GroupedCase {
 // The weight-gradient launches' speed knobs as the layer sets them (LayerConfig::
 // weight_grad_band_budget_kb, weight_grad_stream_stores): "ours" keeps the core's defaults (fixed
 // bands, plain stores), the variants time the layer's order and evict-first stores apart and together.
+// ours_ring: the deep store ring (GroupedGemm::deep_store_ring), for short tiles' fp32 stores.
 struct WeightGradKnobs {
   const char* suffix;
   int32_t band_budget_kb;
   bool stream_stores;
+  bool deep_store_ring;
 };
-constexpr WeightGradKnobs kWeightGradVariants[] = {
-    {"ours_order", 8192, false}, {"ours_stream", 0, true}, {"ours_order_stream", 8192, true}};
+constexpr WeightGradKnobs kWeightGradVariants[] = {{"ours_order", 8192, false, false},
+                                                   {"ours_stream", 0, true, false},
+                                                   {"ours_order_stream", 8192, true, false},
+                                                   {"ours_ring", 0, false, true},
+                                                   {"ours_order_stream_ring", 8192, true, true}};
 
 void bench_grouped(benchmark::State& state, const GroupedCase& gc, const std::vector<int32_t>& counts,
-                   WeightGradKnobs knobs = {"ours", 0, false}) {
+                   WeightGradKnobs knobs = {"ours", 0, false, false}) {
   const int64_t groups = static_cast<int64_t>(counts.size());
   std::vector<int32_t> offsets{0};
   for (int32_t c : counts) offsets.push_back(offsets.back() + c);
@@ -270,6 +275,7 @@ void bench_grouped(benchmark::State& state, const GroupedCase& gc, const std::ve
   g.c = c.p;
   g.band_budget_kb = knobs.band_budget_kb;
   g.stream_stores = knobs.stream_stores;
+  g.deep_store_ring = knobs.deep_store_ring;
   time_gemm_core(state, flops, g);
   state.counters["rows"] = static_cast<double>(rows);
 }
@@ -380,6 +386,12 @@ int main(int argc, char** argv) {
     grouped.push_back({s.name + "_up_forward", s, Layout::kForward, 2 * s.F, s.H, 0});
     grouped.push_back({s.name + "_down_forward", s, Layout::kForward, s.H, s.F, 0});
   }
+  // gpt-oss's weight gradients as the layer runs them (fp32 out, 512 rows per expert: 8 k-blocks a
+  // tile against 16 slabs of output): where the store between mainloops costs most.
+  grouped.push_back({gpt_oss.name + "_down_weight_grad_fp32out", gpt_oss, Layout::kWeightGrad, gpt_oss.F, 0, gpt_oss.H,
+                     Epilogue::kStoreFP32, false});
+  grouped.push_back({gpt_oss.name + "_up_weight_grad_fp32out", gpt_oss, Layout::kWeightGrad, gpt_oss.H, 0,
+                     2 * gpt_oss.F, Epilogue::kStoreFP32, false});
   // The backward's two data-gradient GEMMs of the large-expert shapes, with cuBLAS per expert as the
   // reference calls them: da = dy·W_down (the down projection's data gradient, K = H) and dx =
   // dh·W_gate_up (the up projection's, K = 2F): the fused backward's mainloops without its

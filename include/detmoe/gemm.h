@@ -85,6 +85,11 @@ struct GroupedGemm {
   // fp32 weight gradients write 3.7 GB per launch on mixtral-8x7b while re-reading their operands:
   // docs/PERF.md sessions 37 and 40). Changes speed, never bits.
   bool stream_stores = false;
+  // kWeightGrad only: 3 operand stages and 5 staging slabs per consumer warpgroup instead of 4 and
+  // 2, so a short tile's fp32 output (a small expert's: 8 k-blocks of mainloop for 16 slabs of
+  // output) drains behind the next tile's mainloop instead of between them (gemm/tile_config.cuh
+  // Tile128x256DeepRing; tile_config() reports the default form). Changes speed, never bits.
+  bool deep_store_ring = false;
 };
 
 // Block shape and pipeline depth of one launch: a pure function of (layout, n, k), never of

@@ -107,15 +107,21 @@ class SlabRing {
 
   DETMOE_DEVICE SlabRing(const uint8_t* first, uint32_t barrier_id, bool issuer)
       : first_(ptx::smem_u32(first)), barrier_id_(barrier_id), issuer_(issuer) {}
+  // SlabStore's signature (the GEMM core picks either by its staging): `second` must follow `first`.
+  DETMOE_DEVICE SlabRing(const uint8_t* first, const uint8_t* /*second*/, uint32_t barrier_id, bool issuer)
+      : SlabRing(first, barrier_id, issuer) {}
 
   template <class Write>
   DETMOE_DEVICE void store(const CUtensorMap* map, int32_t col, int32_t col_limit, int32_t row, int32_t row_end,
                            Write&& write) {
     if (col >= col_limit || row >= row_end) return;
     const uint32_t slab = first_ + (count_ % static_cast<uint32_t>(kSlabs)) * kSlabBytes;
-    store_slab<kSlabs>(slab, barrier_id_, issuer_, map, col, row, row_end, write);
+    store_slab<kSlabs>(slab, barrier_id_, issuer_, map, col, row, row_end, write, policy_);
     ++count_;
   }
+
+  // The stores' L2 eviction priority from here on (GroupedGemm::stream_stores).
+  DETMOE_DEVICE void hint_stores(ptx::L2Policy policy) { policy_ = policy; }
 
   DETMOE_DEVICE void drain() const {
     if (issuer_) ptx::bulk_wait_group_all();
@@ -126,6 +132,7 @@ class SlabRing {
   uint32_t barrier_id_;
   bool issuer_;
   uint32_t count_ = 0;
+  ptx::L2Policy policy_ = {0, false};
 };
 
 // 64 bf16 columns into a swizzled slab with stmatrix. value(j), j in [0, 32): the fp32 value of

@@ -35,4 +35,16 @@ struct Tile128x256 {
   static constexpr uint32_t kStagingBytesPerWarpgroup = 2 * 64 * 128;
 };
 
+// The weight-gradient form with a deeper store ring (GroupedGemm::deep_store_ring): 3 operand
+// stages instead of 4 give each consumer warpgroup 5 staging slabs instead of 2. A weight-gradient
+// tile of a small expert is short (gpt-oss-120b: 512 rows, 8 k-blocks, ≈ 6 µs) while its fp32
+// output is 16 slabs of 8 KB: with 2 slabs a warpgroup waits for the TMA to read slab i − 2 before
+// writing slab i, so most of the store is exposed between mainloops; with 5 it writes its first
+// five at once and the rest of the store drains behind the next tile's mainloop. Three stages
+// were level with four on the GEMM core's long-K GEMMs (docs/PERF.md session 34).
+struct Tile128x256DeepRing : Tile128x256 {
+  static constexpr int kStages = 3;
+  static constexpr uint32_t kStagingBytesPerWarpgroup = 5 * 64 * 128;
+};
+
 }  // namespace detmoe::gemm

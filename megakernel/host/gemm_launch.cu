@@ -99,13 +99,13 @@ StatusOr<Maps> make_maps(const GroupedGemm& g) {
   return maps;
 }
 
-template <Layout kLayout, class Epi>
+template <Layout kLayout, class Epi, class LaunchCfg = Cfg>
 Status launch(const Maps& maps, const KernelParams& params, int grid, cudaStream_t stream) {
-  auto* kernel = grouped_gemm_kernel<kLayout, Epi, Cfg>;
-  constexpr int kSmem = SmemLayout<Cfg>::kDynamicBytes;
+  auto* kernel = grouped_gemm_kernel<kLayout, Epi, LaunchCfg>;
+  constexpr int kSmem = SmemLayout<LaunchCfg>::kDynamicBytes;
   DETMOE_RETURN_IF_ERROR(cuda_status(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem),
                                      "raising the dynamic shared-memory limit"));
-  kernel<<<grid, Cfg::kThreads, kSmem, stream>>>(maps.a, maps.b, maps.c, maps.h, params);
+  kernel<<<grid, LaunchCfg::kThreads, kSmem, stream>>>(maps.a, maps.b, maps.c, maps.h, params);
   return cuda_status(cudaGetLastError(), "kernel launch");
 }
 
@@ -147,6 +147,8 @@ Status run(const GroupedGemm& g, cudaStream_t stream) {
     case Layout::kDataGrad:
       return launch<Layout::kDataGrad, StoreEpilogue>(*maps, p, grid, stream);
     case Layout::kWeightGrad:
+      // The same tiles, k order and stores with a deeper store ring: the same bits.
+      if (g.deep_store_ring) return launch<Layout::kWeightGrad, StoreEpilogue, Tile128x256DeepRing>(*maps, p, grid, stream);
       return launch<Layout::kWeightGrad, StoreEpilogue>(*maps, p, grid, stream);
   }
   return Status(ErrorCode::kInternal, "gemm: unreachable layout");

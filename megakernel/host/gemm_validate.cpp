@@ -92,6 +92,8 @@ Status validate(const GroupedGemm& g) {
   if (g.band_budget_kb != 0 && !wgrad)
     return invalid_argument("gemm: band_budget_kb = " + str(g.band_budget_kb) + " orders weight-grad tiles only, not " +
                             to_string(g.layout) + " (0 there)");
+  if (g.deep_store_ring && !wgrad)
+    return invalid_argument(std::string("gemm: deep_store_ring is a weight-grad form, not ") + to_string(g.layout));
   if (swiglu && g.n % 16 != 0)
     return invalid_argument("gemm: n = " + str(g.n) + " must be a multiple of 16 for swiglu (gate/up blocks of 8)");
   // Stacked per-group operands are indexed in int32 on the device.

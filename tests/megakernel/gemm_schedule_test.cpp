@@ -31,10 +31,10 @@ Case make_case(Layout layout, uint64_t seed) {
 }
 
 std::vector<uint8_t> run_bytes(const Case& c, Epilogue e, int32_t grid, unsigned int* tickets = nullptr,
-                               int32_t band_budget_kb = 0, bool stream_stores = false) {
+                               int32_t band_budget_kb = 0, bool stream_stores = false, bool deep_store_ring = false) {
   DeviceProblem d;
   upload_problem(c.p, c.a, c.b, e, d);
-  const Status s = run_problem(c.p, e, d, grid, true, tickets, band_budget_kb, stream_stores);
+  const Status s = run_problem(c.p, e, d, grid, true, tickets, band_budget_kb, stream_stores, deep_store_ring);
   EXPECT_TRUE(s.ok()) << s.to_string();
   return download<uint8_t>(d.c, d.c.bytes());
 }
@@ -196,6 +196,36 @@ TEST(GemmWeightGradOrder, BandBudgetDoesNotChangeBits) {
               << (tickets ? ", tickets" : ", static") << (stream ? ", evict-first stores" : "")
               << " differs from fixed bands";
         }
+      }
+    }
+  }
+}
+
+// The deep store ring (GroupedGemm::deep_store_ring: 3 operand stages, 5 staging slabs per
+// warpgroup) runs the same weight-gradient tiles with the same k order and stores: the same bits
+// for both store epilogues, at the full grid and at 7 CTAs, with the ticket deal, the layer's
+// order and evict-first stores — and on a problem of short groups (64 rows: one k-block each),
+// where the ring's slabs are reused across many tiles.
+TEST(GemmWeightGradOrder, DeepStoreRingDoesNotChangeBits) {
+  DETMOE_REQUIRE_GPU();
+  Case longer = make_case(Layout::kWeightGrad, 28);
+  Case shorter = make_case(Layout::kWeightGrad, 29);
+  shorter.p.offsets = offsets_from_sizes({64, 64, 3, 64, 0, 64, 64, 64, 64, 64}, 3);
+  shorter.p.rows = shorter.p.offsets.back() + 2;
+  shorter.a = normal_bf16(static_cast<size_t>(shorter.p.a_rows() * shorter.p.pitch_a()), 29);
+  shorter.b = normal_bf16(static_cast<size_t>(shorter.p.b_rows() * shorter.p.pitch_b()), 30);
+  DeviceBuffer counter(sizeof(unsigned int));
+  for (const Case* c : {&longer, &shorter}) {
+    for (Epilogue e : {Epilogue::kStoreFP32, Epilogue::kStoreBF16}) {
+      const auto plain = run_bytes(*c, e, 132);
+      for (int32_t grid : {132, 7}) {
+        const bool knobs = grid == 7;  // tickets, the layer's order and evict-first stores with the small grid
+        const auto ring = run_bytes(*c, e, grid, knobs ? counter.as<unsigned int>() : nullptr, knobs ? 8192 : 0, knobs,
+                                    /*deep_store_ring=*/true);
+        ASSERT_EQ(plain.size(), ring.size());
+        EXPECT_EQ(std::memcmp(plain.data(), ring.data(), plain.size()), 0)
+            << describe(c->p) << ", " << to_string(e) << ": the deep store ring at grid " << grid
+            << (knobs ? " (tickets, 8 MB order, evict-first)" : "") << " differs";
       }
     }
   }

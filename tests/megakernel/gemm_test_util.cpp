@@ -109,7 +109,7 @@ void upload_problem(const Problem& p, const std::vector<uint16_t>& a, const std:
 }
 
 Status run_problem(const Problem& p, Epilogue epilogue, DeviceProblem& d, int32_t grid_ctas, bool use_offsets,
-                   unsigned int* tile_tickets, int32_t band_budget_kb, bool stream_stores) {
+                   unsigned int* tile_tickets, int32_t band_budget_kb, bool stream_stores, bool deep_store_ring) {
   // Poison: 0xFF.. is NaN in bf16 and fp32, so an element the kernel did not write stays NaN.
   if (d.c.get()) cudaMemset(d.c.get(), 0xFF, d.c.bytes());
   if (d.h.get()) cudaMemset(d.h.get(), 0xFF, d.h.bytes());
@@ -134,6 +134,7 @@ Status run_problem(const Problem& p, Epilogue epilogue, DeviceProblem& d, int32_
   g.tile_tickets = tile_tickets;
   g.band_budget_kb = band_budget_kb;
   g.stream_stores = stream_stores;
+  g.deep_store_ring = deep_store_ring;
   Status s = run(g, nullptr);
   if (!s.ok()) return s;
   const cudaError_t err = cudaDeviceSynchronize();

@@ -99,7 +99,7 @@ struct DeviceProblem {
 // `tile_tickets`: the ticket deal's device counter (GroupedGemm::tile_tickets), nullptr = static.
 Status run_problem(const Problem& p, Epilogue epilogue, DeviceProblem& d, int32_t grid_ctas = 0,
                    bool use_offsets = true, unsigned int* tile_tickets = nullptr, int32_t band_budget_kb = 0,
-                   bool stream_stores = false);
+                   bool stream_stores = false, bool deep_store_ring = false);
 
 // Uploads inputs into d (a, b, offsets) and allocates C (and h / scale when asked).
 void upload_problem(const Problem& p, const std::vector<uint16_t>& a, const std::vector<uint16_t>& b, Epilogue epilogue,

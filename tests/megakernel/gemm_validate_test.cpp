@@ -87,6 +87,16 @@ TEST(GemmValidate, NamesABadBandBudget) {
   EXPECT_TRUE(validate(g).ok());
 }
 
+TEST(GemmValidate, DeepStoreRingIsAWeightGradForm) {
+  GroupedGemm g = valid_forward();
+  g.deep_store_ring = true;
+  expect_invalid(g, "deep_store_ring is a weight-grad form, not forward");
+  g.layout = Layout::kWeightGrad;
+  g.m = 64;
+  g.k = 0;
+  EXPECT_TRUE(validate(g).ok()) << validate(g).to_string();
+}
+
 TEST(GemmValidate, EpiloguesMatchLayouts) {
   GroupedGemm g = valid_forward();
   g.layout = Layout::kDataGrad;
