@@ -3,7 +3,7 @@
 # 2 cores with ccache): .abbin2/lw (branch lw's five binaries), .abbin2/lw0 (a wrapper: lw's
 # detmoe_perf_layer at fixed bands and plain stores), .abbin2/main (main's detmoe and
 # detmoe_perf_layer). Under the 64 MiB carry with .devdeps (25 MB). Branch lw is kept by main's
-# record-only merge a111d8b: in a new checkout, `git branch lw a111d8b^2` first.
+# record-only merge a949fe4: in a new checkout, `git branch lw a949fe4^2` first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash ci/ab-rev-trees.sh .abbin2 lw=${LW_REV:-lw} main=${MAIN_REV:-main}
