@@ -13,9 +13,11 @@
 #    launches' change alone (one binary), lw0 against main the dx gate.
 #   OUT=dir BUDGET_S=540 bash ci/device-session40.sh
 # Cut for a short call: S38_TORCH=0 AB_SHAPES=mixtral-8x7b,deepseek-v3 (≈ 200 s after the start).
+# S40_NAMES='lw lwr' (with AB_SHAPES=gpt-oss-120b,qwen3-30b-a3b): the deep store ring in the layer
+# (LayerConfig::weight_grad_deep_ring, off in lw), once call B's GEMM times favour it.
 source "$(dirname "$0")/device-call.sh"
 use_prebuilt .abbin2
 step "GEMM-core tests of lw ($(left) s left)"
 gtest_run gemm-tests 60 .abbin2/lw/detmoe_gemm_test 'GemmSchedule*:GemmWeightGradOrder*:GemmBandOrder*:GemmValidate*'
-OUT=$OUT/s38 BUDGET_S=$(( $(left) - 5 )) S38_NAMES='lw lw0 main' bash ci/device-session38.sh
+OUT=$OUT/s38 BUDGET_S=$(( $(left) - 5 )) S38_NAMES="${S40_NAMES:-lw lw0 main}" bash ci/device-session38.sh
 step done
