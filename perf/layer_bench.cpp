@@ -47,6 +47,8 @@
 //            per process like --wgrad-tickets.
 //   --wgrad-stream=0|1: LayerConfig::weight_grad_stream_stores (default: the config's), the
 //            weight-gradient launches' evict-first stores; set once per process like --wgrad-tickets.
+//   --wgrad-ring=0|1: LayerConfig::weight_grad_deep_ring (default: the config's), the weight-gradient
+//            launches' deep store ring; set once per process like --wgrad-tickets.
 //   --wgrad-launch=auto|fused|gate-up-later|second: LayerConfig::weight_grad_launch (default auto). The names
 //            do not carry it, so that A/B calls compare the same rows across settings.
 //   --knobs=C:R[,C:R...]: megakernel LayerConfig settings to time, comm_sms C and overlap_rows R
@@ -191,6 +193,13 @@ std::optional<bool>& wgrad_stream() {
   return v;
 }
 
+// --wgrad-ring=0|1, set once from the command line (LayerConfig::weight_grad_deep_ring; unset: the
+// config's default).
+std::optional<bool>& wgrad_ring() {
+  static std::optional<bool> v;
+  return v;
+}
+
 ProblemSession& session_for(const std::string& impl, const std::string& shape_name, const std::string& routing,
                             const Variant& v, uint64_t seed) {
   Current& c = current();
@@ -218,6 +227,7 @@ ProblemSession& session_for(const std::string& impl, const std::string& shape_na
   if (wgrad_tickets()) config.weight_grad_tickets = *wgrad_tickets();
   if (wgrad_band_kb()) config.weight_grad_band_budget_kb = *wgrad_band_kb();
   if (wgrad_stream()) config.weight_grad_stream_stores = *wgrad_stream();
+  if (wgrad_ring()) config.weight_grad_deep_ring = *wgrad_ring();
   auto s = ProblemSession::create(impl, shape, *r, seed, std::shared_ptr<RowExchange>(std::move(*ex)), config, options,
                                   /*write_y=*/false);
   check(s.status(), "ProblemSession::create");
@@ -512,6 +522,8 @@ int main(int argc, char** argv) {
     else if (a == "--wgrad-tickets=1") wgrad_tickets() = true;
     else if (a == "--wgrad-stream=0") wgrad_stream() = false;
     else if (a == "--wgrad-stream=1") wgrad_stream() = true;
+    else if (a == "--wgrad-ring=0") wgrad_ring() = false;
+    else if (a == "--wgrad-ring=1") wgrad_ring() = true;
     else if (const char* v = value("--wgrad-band-kb=")) {
       char* end = nullptr;
       const long kb = std::strtol(v, &end, 10);

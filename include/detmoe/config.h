@@ -63,6 +63,11 @@ struct LayerConfig {
   // (gemm::GroupedGemm::stream_stores): the gradients are not read again in the step, and their
   // fp32 tiles would otherwise push the operand panels that later tiles re-read out of L2. Speed only.
   bool weight_grad_stream_stores = true;
+  // The weight-gradient launches in the GEMM core's deep-store-ring form (gemm::GroupedGemm::
+  // deep_store_ring: 3 operand stages, 5 staging slabs per warpgroup), for experts of few rows whose
+  // short tiles leave their fp32 stores exposed between mainloops (gpt-oss-120b). Off until measured
+  // (docs/PERF.md session 40). Speed only.
+  bool weight_grad_deep_ring = false;
   // Bound of every device spin-wait, in milliseconds, before the launch fails with kDeviceTimeout.
   int32_t spin_timeout_ms = 2000;
 };

@@ -41,6 +41,7 @@ Status weight_grad(int64_t rows, int64_t m, int64_t n, int32_t groups, const int
   g.tile_tickets = tickets;
   g.band_budget_kb = config.weight_grad_band_budget_kb;
   g.stream_stores = config.weight_grad_stream_stores;
+  g.deep_store_ring = config.weight_grad_deep_ring;
   if (const Status s = gemm::run(g, stream); !s.ok())
     return Status(s.code(), "backward: " + std::string(what) + " of rank " + std::to_string(rank) + ": " + s.message());
   mark_phase(stream, what);

@@ -42,7 +42,8 @@ LaterWeightGrads later_weight_grads(const LayerConfig& config);
 // Every rank's routed dW_down and/or dW_gate_up (`which`; fp32 or bf16) from ws.dy, ws.act, ws.dh
 // and ws.recv, on `grid` CTAs (0: one per SM), with `config`'s speed knobs for them: the static or
 // the ticket tile deal (weight_grad_tickets, through ws.wgrad_tickets), each expert's tile order
-// (weight_grad_band_budget_kb) and evict-first stores (weight_grad_stream_stores). Needs
+// (weight_grad_band_budget_kb), evict-first stores (weight_grad_stream_stores) and the deep store
+// ring (weight_grad_deep_ring). Needs
 // rank_group_offsets() earlier on `stream`.
 Status routed_weight_grads(const Shape& shape, int64_t capacity, const Workspace& ws,
                            std::span<const DeviceGradOutputs> outputs, bool fp32, LaterWeightGrads which, int grid,

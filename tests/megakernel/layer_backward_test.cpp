@@ -182,8 +182,8 @@ TEST(MegakernelBackwardD1, GatedLongKDxTilesGiveIdenticalBits) {
 // h recomputed (the second launch reads dh after the dSwiGLU overwrote the recomputed h). The
 // GEMM-core launches' ticket deal (LayerConfig::weight_grad_tickets) and their tile order
 // (LayerConfig::weight_grad_band_budget_kb: the default's, the fixed bands at 0, and 64 KB, the
-// narrowest bands in whichever orientation reads less) and stores
-// (weight_grad_stream_stores, evict-first by default) are checked the same way.
+// narrowest bands in whichever orientation reads less), stores (weight_grad_stream_stores,
+// evict-first by default) and the deep store ring (weight_grad_deep_ring) are checked the same way.
 TEST(MegakernelBackwardD1, WeightGradLaunchGivesIdenticalBits) {
   DETMOE_REQUIRE_GPU();
   struct Draw {
@@ -219,9 +219,11 @@ TEST(MegakernelBackwardD1, WeightGradLaunchGivesIdenticalBits) {
         c.weight_grad_tickets = tickets;
         c.weight_grad_band_budget_kb = budget;
         c.weight_grad_stream_stores = budget != 0;  // the fixed bands with plain stores: the old launch
+        c.weight_grad_deep_ring = tickets;
         EXPECT_TRUE(bitwise_equal(run_megakernel_once(d.shape, r, 54, c, true), fused))
             << "second launch, band budget " << budget << " KB" << (tickets ? ", ticket deal" : ", static deal")
-            << (c.weight_grad_stream_stores ? ", evict-first stores" : ", plain stores");
+            << (c.weight_grad_stream_stores ? ", evict-first stores" : ", plain stores")
+            << (c.weight_grad_deep_ring ? ", deep store ring" : "");
       }
     }
   }

@@ -38,9 +38,9 @@ void showValue(GradPrecision g, std::ostream& os) { os << to_string(g); }
 namespace {
 
 // The D1 rerun's speed knobs, drawn from the seed: fewer SMs, a comm split and an overlap window,
-// always the other weight-gradient tile deal (static ↔ tickets), and a weight-gradient tile
-// order from the seed (fixed bands, the narrowest bands at 64 KB in either orientation, or 8 MB)
-// and the other kind of weight-gradient store (evict-first ↔ plain).
+// always the other weight-gradient tile deal (static ↔ tickets) and store kind (evict-first ↔
+// plain), a weight-gradient tile order (fixed bands, the narrowest bands at 64 KB in either
+// orientation, or 8 MB) and the deep store ring or not.
 // comm_sms stays below num_sms (validate(LayerConfig) refuses a split with no compute SM: the
 // session-14 counterexample seed 23339803, P = 4, drew num_sms 4 with comm_sms 4 and failed there,
 // in the test, not in the kernel).
@@ -53,6 +53,7 @@ LayerConfig d1_knobs(LayerConfig base, const Shape& shape, uint64_t seed) {
   const int32_t band_kb[] = {0, 64, 8192};
   base.weight_grad_band_budget_kb = band_kb[(seed / 5) % 3];
   base.weight_grad_stream_stores = !base.weight_grad_stream_stores;
+  base.weight_grad_deep_ring = (seed / 15) % 2 == 1;
   return base;
 }
 

@@ -2,8 +2,8 @@
 // registry, each checked for
 //   D0   a rerun gives the same bits (every output);
 //   D1   a run with drawn speed knobs (num_sms, comm_sms, overlap_rows, save_h,
-//        weight_grad_launch, weight_grad_band_budget_kb, weight_grad_stream_stores) gives the same
-//        bits, for implementations that have knobs;
+//        weight_grad_launch, weight_grad_band_budget_kb, weight_grad_stream_stores,
+//        weight_grad_deep_ring) gives the same bits, for implementations that have knobs;
 //   vs   the --against implementation within the docs/NUMERICS.md tolerance, and bitwise on the
 //        outputs named by --bitwise (the megakernel's out and y equal the reference's);
 //   D2   the same global problem split over another EP size gives the same bits (every output
@@ -127,10 +127,10 @@ class Checker {
       const LayerConfig knobs = draw_knobs(c, sms_);
       const std::string what =
           fmt::format("num_sms={} comm_sms={} overlap_rows={} save_h={} weight_grad_launch={} weight_grad_band_kb={} "
-                      "weight_grad_stream={}",
+                      "weight_grad_stream={} weight_grad_deep_ring={}",
                       knobs.num_sms, knobs.comm_sms, knobs.overlap_rows, knobs.save_h,
                       to_string(knobs.weight_grad_launch), knobs.weight_grad_band_budget_kb,
-                      knobs.weight_grad_stream_stores);
+                      knobs.weight_grad_stream_stores, knobs.weight_grad_deep_ring);
       auto tuned = impl_.run_with_knobs(p, knobs);
       if (!tuned.ok()) {
         if (tuned.status().code() != ErrorCode::kInvalidArgument && !refusal(tuned.status()))

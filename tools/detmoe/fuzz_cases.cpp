@@ -129,10 +129,11 @@ LayerConfig draw_knobs(const FuzzCase& c, int sms) {
   k.weight_grad_launch = launches[d.uniform(0, 2)];
   // Drawn last, so the draws above stay those of earlier logs: the weight-gradient launches' tile
   // order — 0 (fixed bands), 64 KB (the narrowest bands, in either orientation), the default's —
-  // and their stores (evict-first or plain).
+  // their stores (evict-first or plain) and store ring (deep or not).
   const int32_t band_kb[] = {0, 64, 8192};
   k.weight_grad_band_budget_kb = band_kb[d.uniform(0, 2)];
   k.weight_grad_stream_stores = d.uniform(0, 1) == 0;
+  k.weight_grad_deep_ring = d.uniform(0, 1) == 0;
   return k;
 }
 
