@@ -59,3 +59,18 @@ gtest_run() {
 layer_tests() { gtest_run "$1" "$2" build-device/tests/megakernel/detmoe_layer_test "$3"; }
 # `backward_property LIMIT`: MegakernelBackwardProperty.Random* at 300 problems ($OUT/property.log).
 backward_property() { RC_PARAMS="max_success=300" layer_tests property "$1" 'MegakernelBackwardProperty.Random*'; }
+# `compare_outputs DIR A B`: every output of `detmoe run --impl megakernel` from trees DIR/A and
+# DIR/B on one problem whose backward dx tiles the wave gate holds (F 8192: 256 k-blocks) and whose
+# weight-gradient experts (1,024 rows) take both tile orders, compared byte for byte; log in
+# $OUT/bits.log.
+compare_outputs() {
+  local dir=$1 a=$2 b=$3
+  timeout 60 "$dir/$a/detmoe" run --T 2048 --H 4096 --F 8192 --E 4 --k 2 --seed 7 --write-inputs /tmp/in.safetensors \
+    >"$OUT/bits.log" 2>&1
+  for tree in "$a" "$b"; do
+    timeout 60 "$dir/$tree/detmoe" run --impl megakernel --inputs /tmp/in.safetensors --outputs "/tmp/out-$tree.safetensors" \
+      >>"$OUT/bits.log" 2>&1; echo "$tree run exit $?"
+  done
+  cmp "/tmp/out-$a.safetensors" "/tmp/out-$b.safetensors" &&
+    echo "bits: every output of $b equals $a's ($(stat -c %s "/tmp/out-$a.safetensors") bytes)"
+}

@@ -25,13 +25,7 @@ kt() {  # TREE KERNEL: that launch alone under ncu (ci/device-kernel-times.sh), 
 kt main layer_backward_kernel
 kt "$dxg" layer_backward_kernel
 step "bits: main against $dxg on a gated problem ($(left) s left)"
-problem="--T 2048 --H 4096 --F 8192 --E 4 --k 2 --seed 7"
-timeout 60 "$mech/main/detmoe" run $problem --write-inputs /tmp/in.safetensors >"$OUT/bits.log" 2>&1
-for tree in main "$dxg"; do
-  timeout 60 "$mech/$tree/detmoe" run --impl megakernel --inputs /tmp/in.safetensors --outputs "/tmp/out-$tree.safetensors" \
-    >>"$OUT/bits.log" 2>&1; echo "$tree run exit $?"
-done
-cmp /tmp/out-main.safetensors "/tmp/out-$dxg.safetensors" && echo "bits: every output of $dxg equals main's ($(stat -c %s /tmp/out-main.safetensors) bytes)"
+compare_outputs "$mech" main "$dxg"
 if [ -x .abbin/gate/detmoe_perf_gemm ] && [ "$(left)" -gt 60 ]; then
   step "evict-first stores on the weight gradients ($(left) s left)"
   gtest_run stream-tests 30 .abbin/gate/detmoe_gemm_test '*StreamStores*:*WaveGate*'

@@ -17,13 +17,7 @@ timeout 180 .abbin2/lw/detmoe_perf_gemm --benchmark_filter='grouped/(deepseek-v3
   --benchmark_out="$OUT/wgrad-gemm.json" --benchmark_out_format=json >"$OUT/wgrad-gemm.log" 2>&1
 echo "exit $?"; python3 perf/bench_medians.py "$OUT/wgrad-gemm.json" --strip gemm/grouped/ 2>&1 | head -40
 step "bits: main against lw ($(left) s left)"
-problem="--T 2048 --H 4096 --F 8192 --E 4 --k 2 --seed 7"
-timeout 60 .abbin2/main/detmoe run $problem --write-inputs /tmp/in.safetensors >"$OUT/bits.log" 2>&1
-for tree in main lw; do
-  timeout 60 ".abbin2/$tree/detmoe" run --impl megakernel --inputs /tmp/in.safetensors --outputs "/tmp/out-$tree.safetensors" \
-    >>"$OUT/bits.log" 2>&1; echo "$tree run exit $?"
-done
-cmp /tmp/out-main.safetensors /tmp/out-lw.safetensors && echo "bits: every output of lw equals main's ($(stat -c %s /tmp/out-main.safetensors) bytes)"
+compare_outputs .abbin2 main lw
 for case in mixtral-8x7b_up_weight_grad_fp32out deepseek-v3_up_weight_grad_fp32out mixtral-8x7b_down_weight_grad_fp32out; do
   impls='ours ours_order_stream'
   [ "$case" = mixtral-8x7b_up_weight_grad_fp32out ] && impls='ours ours_order ours_order_stream'

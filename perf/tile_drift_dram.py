@@ -25,10 +25,11 @@ from collections import OrderedDict
 from tile_order_dram import add_problem_args, order, problem_dims
 
 
-def schedule(tiles, ctas, k_blocks, deal, speed, noise, rng, spread=0.0):
+def schedule(tiles, ctas, k_blocks, deal, speed, noise, rng, spread=0.0, writes=False):
     """Every slice read of the launch as (time, key). `spread`: the CTAs' first tiles start at
     times spread evenly over that fraction of a tile (a launch that joins a persistent kernel's
-    steady state, where tiles of other phases ended at uneven times, instead of a cold start)."""
+    steady state, where tiles of other phases ended at uneven times, instead of a cold start).
+    `writes`: also each tile's output store at its end, as (time, ("c", g, m, n))."""
     pace = [1.0 + rng.gauss(0.0, speed) for _ in range(ctas)]
     start = [spread * k_blocks * c / ctas for c in range(ctas)]
     reads = []
@@ -40,6 +41,8 @@ def schedule(tiles, ctas, k_blocks, deal, speed, noise, rng, spread=0.0):
             reads.append((t, ("a", g, m, kb)))
             reads.append((t, ("b", g, n, kb)))
             t += pace[c] * max(0.5, 1.0 + rng.gauss(0.0, noise))
+        if writes:
+            reads.append((t, ("c", g, m, n)))
         return t
 
     if deal == "static":

@@ -26,10 +26,11 @@ A prediction tool, not a measurement: the L2 is not LRU (two partitions, hashed 
 runs stages ahead of its consumers and the output's write-back is not modelled.
 """
 import argparse
-import heapq
 import math
 import random
-from tile_drift_dram import LruL2
+
+from tile_drift_dram import LruL2, schedule
+from tile_order_dram import band_coords
 
 # (experts, m, n, rows per expert) of each named launch, balanced routing (core/shapes.cpp).
 LAUNCHES = {
@@ -46,52 +47,29 @@ TILE_M, TILE_N, KBLOCK = 128, 256, 64
 
 
 def band_order(m_blocks, n_blocks, order):
-    """(m, n) of every tile of one expert's grid in the order `order` ('m8', 'n16', ...)."""
+    """(m, n) of every tile of one expert's grid in the order `order` ('m8', 'n16', ...): balanced
+    bands as gemm/band_order.h (tile_order_dram.band_coords), transposed for n-fastest ones."""
     fast, band = order[0], int(order[1:])
-    outer, inner = (m_blocks, n_blocks) if fast == "m" else (n_blocks, m_blocks)
-    tiles = []
-    for first in range(0, outer, band):
-        height = min(band, outer - first)
-        for j in range(inner):
-            for i in range(first, first + height):
-                tiles.append((i, j) if fast == "m" else (j, i))
-    return tiles
+    if fast == "m":
+        return [band_coords(i, m_blocks, n_blocks, band) for i in range(m_blocks * n_blocks)]
+    return [band_coords(i, n_blocks, m_blocks, band)[::-1] for i in range(m_blocks * n_blocks)]
 
 
 def simulate(experts, m, n, rows, order, l2_bytes, out_bytes, stores, ctas, speed, noise, seed, deal):
-    """DRAM bytes read by the launch. `deal`: static (tile i to CTA i mod ctas, the core's deal for
-    even groups) or tickets (the CTA that frees first takes the next tile)."""
-    rng = random.Random(seed)
+    """DRAM bytes read by the launch (tile_drift_dram.schedule with the tiles' output stores).
+    `deal`: static (tile i to CTA i mod ctas, the core's deal for even groups) or tickets (the CTA
+    that frees first takes the next tile)."""
     mb, nb, kbs = math.ceil(m / TILE_M), math.ceil(n / TILE_N), math.ceil(rows / KBLOCK)
-    grid = band_order(mb, nb, order)
-    pace = [1.0 + rng.gauss(0.0, speed) for _ in range(ctas)]
-    events = []  # (time, kind, key): kind 0 = read, 1 = output write
-    free = [(0.0, c) for c in range(ctas)]
-    heapq.heapify(free)
-    clock = [0.0] * ctas
-    tiles = [(g, mi, ni) for g in range(experts) for mi, ni in grid]
-    for i, (g, mi, ni) in enumerate(tiles):
-        if deal == "static":
-            c = i % ctas
-            t = clock[c]
-        else:
-            t, c = heapq.heappop(free)
-        for kb in range(kbs):
-            events.append((t, 0, ("a", g, mi, kb)))
-            events.append((t, 0, ("b", g, ni, kb)))
-            t += pace[c] * max(0.5, 1.0 + rng.gauss(0.0, noise))
-        events.append((t, 1, ("c", g, mi, ni)))
-        clock[c] = t
-        if deal != "static":
-            heapq.heappush(free, (t, c))
+    tiles = [(g, mi, ni) for g in range(experts) for mi, ni in band_order(mb, nb, order)]
+    events = schedule(tiles, ctas, kbs, deal, speed, noise, random.Random(seed), writes=True)
     events.sort(key=lambda e: e[0])
     a_bytes, b_bytes, c_bytes = TILE_M * KBLOCK * 2, TILE_N * KBLOCK * 2, TILE_M * TILE_N * out_bytes
     l2, missed = LruL2(l2_bytes), 0
-    for _, kind, key in events:
-        if kind == 0:
-            missed += l2.read(key, a_bytes if key[0] == "a" else b_bytes)
-        else:
+    for _, key in events:
+        if key[0] == "c":
             l2.write(key, c_bytes, evict_first=stores == "stream")
+        else:
+            missed += l2.read(key, a_bytes if key[0] == "a" else b_bytes)
     return missed
 
 
