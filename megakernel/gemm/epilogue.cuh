@@ -107,9 +107,6 @@ class SlabRing {
 
   DETMOE_DEVICE SlabRing(const uint8_t* first, uint32_t barrier_id, bool issuer)
       : first_(ptx::smem_u32(first)), barrier_id_(barrier_id), issuer_(issuer) {}
-  // SlabStore's signature (the GEMM core picks either by its staging): `second` must follow `first`.
-  DETMOE_DEVICE SlabRing(const uint8_t* first, const uint8_t* /*second*/, uint32_t barrier_id, bool issuer)
-      : SlabRing(first, barrier_id, issuer) {}
 
   template <class Write>
   DETMOE_DEVICE void store(const CUtensorMap* map, int32_t col, int32_t col_limit, int32_t row, int32_t row_end,

@@ -14,7 +14,6 @@
 #include <cuda.h>
 
 #include <cstdint>
-#include <type_traits>
 
 #include "detmoe/gemm.h"
 #include "megakernel/gemm/epilogue.cuh"
@@ -150,9 +149,14 @@ DETMOE_DEVICE void consume_k_blocks(int wg, int32_t k_blocks, const SmemLayout<C
 
 // A consumer warpgroup's store ring over its staging: the two rotating slabs of the core's default
 // form (SlabStore), or every slab of a Cfg with more staging (Tile128x256DeepRing: SlabRing<5>).
-// Both are built from the staging's first two slabs (SlabRing's continue after the second).
-template <class Cfg, int kSlabs = static_cast<int>(Cfg::kStagingBytesPerWarpgroup / SmemLayout<Cfg>::kBoxBytes)>
-using ConsumerStore = std::conditional_t<kSlabs == 2, SlabStore, SlabRing<kSlabs>>;
+template <class Cfg>
+DETMOE_DEVICE auto consumer_store(const SmemLayout<Cfg>& smem, int wg, bool issuer) {
+  constexpr int kSlabs = static_cast<int>(Cfg::kStagingBytesPerWarpgroup / SmemLayout<Cfg>::kBoxBytes);
+  if constexpr (kSlabs == 2)
+    return SlabStore(smem.staging(wg, 0), smem.staging(wg, 1), /*barrier_id=*/1 + wg, issuer);
+  else
+    return SlabRing<kSlabs>(smem.staging(wg, 0), /*barrier_id=*/1 + wg, issuer);
+}
 
 template <Layout kLayout, class Epi, class Cfg>
 DETMOE_DEVICE void run_consumer(int wg, const CUtensorMap* map_c, const CUtensorMap* map_h, const KernelParams& p,
@@ -165,7 +169,7 @@ DETMOE_DEVICE void run_consumer(int wg, const CUtensorMap* map_c, const CUtensor
     ptx::prefetch_tensor_map(map_c);
     if (p.store_h) ptx::prefetch_tensor_map(map_h);
   }
-  ConsumerStore<Cfg> out(smem.staging(wg, 0), smem.staging(wg, 1), /*barrier_id=*/1 + wg, issuer);
+  auto out = consumer_store(smem, wg, issuer);
   if (p.stream_stores != 0 && issuer) out.hint_stores(ptx::l2_policy_evict_first());
   TileDeal<kLayout, Cfg> deal(p, tickets, ring);
   PipelineState<Cfg::kStages> st;
