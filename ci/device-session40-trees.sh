@@ -2,8 +2,9 @@
 # The trees of ci/device-session40.sh and 40b.sh, on the CPU machine after ci/setup.sh (≈ 10 min on
 # 2 cores with ccache): .abbin2/lw (branch lw's five binaries), .abbin2/lw0 and .abbin2/lwr
 # (wrappers: lw's detmoe_perf_layer at fixed bands and plain stores, or with the deep store ring),
-# .abbin2/main (main's detmoe and detmoe_perf_layer). Under the 64 MiB carry with .devdeps (26 MB). Branch lw is kept by main's
-# record-only merge 6417646: in a new checkout, `git branch lw 6417646^2` first.
+# .abbin2/main (main's detmoe and detmoe_perf_layer). Under the 64 MiB carry with .devdeps (26 MB).
+# Branch lw is kept by main's record-only merge 6417646: in a new checkout, `git branch lw
+# 6417646^2` first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash ci/ab-rev-trees.sh .abbin2 lw=${LW_REV:-lw} main=${MAIN_REV:-main}
